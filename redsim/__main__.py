@@ -1,0 +1,5 @@
+import sys
+
+from redsim.cli import main
+
+sys.exit(main())

@@ -1,0 +1,123 @@
+"""The ``redsim`` command: ``run`` a scenario, ``validate`` a scenario file.
+
+Every mistake in a scenario file is reported as one line naming the file, the
+field and what was expected, with exit status 2 and no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+EXIT_BAD_INPUT = 2
+
+
+def _fmt_s(v: float | None) -> str:
+    if v is None or v != v:
+        return "-"
+    if v >= 1.0:
+        return f"{v:.3f} s"
+    if v >= 1e-3:
+        return f"{v * 1e3:.3f} ms"
+    return f"{v * 1e6:.1f} µs"
+
+
+def summary_table(summary: dict) -> str:
+    """The human-readable summary printed after a run."""
+    rows = [
+        ("scenario", summary["scenario"]),
+        ("seed", summary["seed"]),
+        ("simulated", f"{summary['duration_s']:g} s (warm-up {summary['warmup_s']:g} s)"),
+        ("requests completed", f"{summary['requests_completed']:,}"),
+        ("throughput", f"{summary['throughput_rps']:,.0f} req/s"),
+        ("commands/s", f"{summary['ops_per_sec']:,.0f}"),
+        ("latency mean", _fmt_s(summary["latency_mean_s"])),
+        ("latency p50 / p99 / p99.9",
+         " / ".join(_fmt_s(summary[f"latency_{p}_s"]) for p in ("p50", "p99", "p999"))),
+        ("latency max", _fmt_s(summary["latency_max_s"])),
+        ("main thread busy", f"{summary['utilisation']:.1%}"),
+        ("  commands / read / write",
+         " / ".join(f"{summary[f'cpu_{k}_share']:.1%}" for k in ("commands", "read", "write"))),
+        ("  iteration / cron / conns",
+         " / ".join(f"{summary[f'cpu_{k}_share']:.1%}"
+                    for k in ("iteration", "cron", "connections"))),
+        ("connected clients (mean)", f"{summary['mean_connected_clients']:,.1f}"),
+        ("busy connections (mean)", f"{summary['mean_busy_connections']:,.1f}"),
+        ("queue at Redis (mean)", f"{summary['mean_queue_length']:,.2f}"),
+        ("event-loop cycles/s", f"{summary['eventloop_cycles_per_sec']:,.0f}"),
+        ("commands per cycle", f"{summary['commands_per_cycle']:.2f}"),
+        ("requests rejected by pools", f"{summary['requests_rejected']:,}"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
+
+
+def _load(args) -> object:
+    from redsim.config import load_scenario
+
+    overrides = list(args.set or [])
+    if getattr(args, "duration", None):
+        overrides.append(f"duration={args.duration}")
+    return load_scenario(args.scenario, overrides=overrides)
+
+
+def cmd_run(args) -> int:
+    from redsim.simulation import Simulation
+
+    scenario = _load(args)
+    seed = scenario.seed if args.seed is None else args.seed
+    progress = None if not args.no_progress else False
+    t0 = time.perf_counter()
+    result = Simulation(scenario, seed=seed, progress=progress).run()
+    wall = time.perf_counter() - t0
+    out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}-seed{seed}"
+    result.save(out, plots=not args.no_plots)
+    print(summary_table(result.summary))
+    print(f"\n  wall time {wall:.1f} s, real-time factor {scenario.duration / wall:,.1f}")
+    print(f"  run folder: {out}")
+    return 0
+
+
+def cmd_validate(args) -> int:
+    scenario = _load(args)
+    groups = ", ".join(f"{g.name} ({g.kind})" for g in scenario.clients)
+    print(f"{args.scenario}: OK — {scenario.name}: {scenario.duration:g} s, "
+          f"redis {scenario.redis_version}, client groups: {groups}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="redsim", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="simulate a scenario and write a run folder")
+    r.add_argument("scenario", help="scenario YAML file")
+    r.add_argument("--out", help="run folder (default runs/NAME-seedN)")
+    r.add_argument("--seed", type=int, help="random seed (default: the scenario's)")
+    r.add_argument("--duration", help="override the simulated duration, e.g. 10m")
+    r.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a field, e.g. server.hz=100 or clients.0.rate=30k/s")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.add_argument("--no-plots", action="store_true", help="skip overview.png")
+    r.set_defaults(func=cmd_run)
+    v = sub.add_parser("validate", help="check a scenario file without running it")
+    v.add_argument("scenario")
+    v.add_argument("--set", action="append", metavar="KEY=VALUE")
+    v.set_defaults(func=cmd_validate)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from redsim.config import ScenarioError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ScenarioError as e:
+        print(f"redsim: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,581 @@
+"""Loading a scenario: YAML (with line numbers), an optional redis.conf, `--set`
+overrides, trace paths, validation, and turning every mistake into one ScenarioError.
+
+Order of precedence for `server` settings, lowest first: Redis 7.2 defaults, the
+`redis_conf` file, the scenario's own `server:` keys, `--set` overrides.
+
+Relative paths (`redis_conf`, a group's `trace`) are resolved against the scenario
+file's directory (or `base_dir`, or the working directory for a dict source) and
+stored absolute, so a loaded Scenario does not depend on the working directory.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import re
+import types
+import typing
+import warnings
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from redsim.config.directives import MODELLED_DIRECTIVES
+from redsim.config.errors import (
+    BadValue,
+    ScenarioError,
+    UnmodelledDirectiveWarning,
+    did_you_mean,
+    show,
+)
+from redsim.config.redis_conf import quote_arg, read_redis_conf
+from redsim.config.schema import Scenario
+
+# Most YAML nodes a scenario may expand to (aliases counted each time they are
+# used). Stops "billion laughs" files and recursive aliases before validation walks
+# them; a real scenario has a few hundred nodes.
+MAX_NODES = 100_000
+# Deepest nesting accepted; a scenario needs about 6 levels, and a recursive alias
+# (`a: &x [*x]`) would otherwise be walked forever.
+MAX_DEPTH = 64
+
+Path_ = tuple[str | int, ...]
+
+
+def _norm_key(key: object) -> str:
+    # Paths are compared case-insensitively with `_` == `-`, as keys are written
+    # either way (`max-size`, `max_size`) and command names in any case.
+    return str(key).lower().replace("_", "-")
+
+
+def _norm_path(path: Iterable[object]) -> Path_:
+    return tuple(p if isinstance(p, int) else _norm_key(p) for p in path)
+
+
+class _Context:
+    """Where each part of the raw scenario came from, for error messages."""
+
+    def __init__(self, file: str | None, lines: dict[Path_, int]) -> None:
+        self.file = file
+        self.lines = lines
+        self.overrides: list[tuple[Path_, str]] = []
+        self.conf: dict[str, tuple[str, int]] = {}  # server key -> (conf file, line)
+
+    def error(
+        self, path: Iterable[object], expected: str, found: str, hint: str | None = None
+    ) -> ScenarioError:
+        """A ScenarioError at `path` (a pydantic-style loc), located as well as known."""
+        rendered, norm = render_path(tuple(path))
+        for prefix, text in reversed(self.overrides):
+            # The error is inside what the override set, or the override created
+            # the thing the error is about (`duration.x=1` makes duration a mapping).
+            if norm[: len(prefix)] == prefix or prefix[: len(norm)] == norm:
+                return ScenarioError(
+                    file=self.file, location=f"{rendered} (set by --set {text})",
+                    expected=expected, found=found, hint=hint,
+                )
+        if len(norm) >= 2 and norm[0] == "server" and norm[1] in self.conf:
+            conf_file, line = self.conf[str(norm[1])]
+            return ScenarioError(
+                file=conf_file, line=line, location=str(norm[1]),
+                expected=expected, found=found, hint=hint,
+            )
+        line = None
+        for n in range(len(norm), 0, -1):
+            if norm[:n] in self.lines:
+                line = self.lines[norm[:n]]
+                break
+        return ScenarioError(
+            file=self.file, line=line, location=rendered,
+            expected=expected, found=found, hint=hint,
+        )
+
+
+# ---------------------------------------------------------------------------------
+# YAML with line numbers.
+
+
+def _read_yaml(text: str, file: str | None) -> tuple[Any, dict[Path_, int]]:
+    """Parse one YAML document; return the data and {normalised path: line}."""
+    loader: yaml.SafeLoader | None = None
+    try:
+        loader = yaml.SafeLoader(text)  # the reader already rejects control characters
+        node = loader.get_single_node()
+        lines = _line_map(node, file) if node is not None else {}
+        data = loader.construct_document(node) if node is not None else None
+    except ScenarioError:
+        raise
+    except yaml.YAMLError as exc:
+        raise _yaml_error(exc, text, file) from None
+    except Exception as exc:  # noqa: BLE001 - PyYAML raises ValueError, RecursionError…
+        # e.g. `2020-13-01` matches the timestamp pattern and datetime() refuses it.
+        raise ScenarioError(
+            file=file, expected="valid YAML", found=f"{type(exc).__name__}: {exc}"
+        ) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+    return data, lines
+
+
+def _yaml_error(exc: yaml.YAMLError, text: str, file: str | None) -> ScenarioError:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    line = mark.line + 1 if mark is not None else None
+    if isinstance(exc, yaml.reader.ReaderError):
+        line = text.count("\n", 0, exc.position) + 1
+        char = exc.character
+        shown = f"U+{char:04X}" if isinstance(char, int) else show(char)
+        found = f"a character YAML does not allow ({shown})"
+    else:
+        found = str(getattr(exc, "problem", None) or exc).strip()
+        context = getattr(exc, "context", None)
+        if context:
+            found = f"{found} ({context})"
+    return ScenarioError(file=file, line=line, expected="valid YAML", found=found)
+
+
+def _line_map(root: yaml.Node, file: str | None) -> dict[Path_, int]:
+    """{normalised path: 1-based line} for every mapping key and sequence item."""
+    lines: dict[Path_, int] = {}
+    budget = MAX_NODES
+    stack: list[tuple[yaml.Node, Path_]] = [(root, ())]
+    while stack:
+        node, path = stack.pop()
+        budget -= 1
+        if budget < 0:
+            raise ScenarioError(
+                file=file,
+                expected=f"a scenario of at most {MAX_NODES} YAML nodes (aliases expanded)",
+                found="more (deeply repeated aliases?)",
+            )
+        if len(path) > MAX_DEPTH:
+            raise ScenarioError(
+                file=file,
+                line=node.start_mark.line + 1,
+                expected=f"a scenario nested at most {MAX_DEPTH} levels deep",
+                found="deeper nesting (a recursive alias?)",
+            )
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                budget -= 1
+                if not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                child = (*path, _norm_key(key_node.value))
+                lines.setdefault(child, key_node.start_mark.line + 1)
+                stack.append((value_node, child))
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                child = (*path, index)
+                lines.setdefault(child, item.start_mark.line + 1)
+                stack.append((item, child))
+    return lines
+
+
+# ---------------------------------------------------------------------------------
+# Field paths: pydantic locs rendered with YAML key names.
+
+
+def _unwrap(t: Any) -> Any:
+    """Strip Annotated and Optional from a type."""
+    while True:
+        origin = typing.get_origin(t)
+        if origin is typing.Annotated:
+            t = typing.get_args(t)[0]
+        elif origin in (typing.Union, types.UnionType):
+            args = [a for a in typing.get_args(t) if a is not type(None)]
+            t = args[0] if args else t
+            if not args:
+                return t
+        else:
+            return t
+
+
+def _as_model(t: Any) -> type[BaseModel] | None:
+    t = _unwrap(t)
+    return t if isinstance(t, type) and issubclass(t, BaseModel) else None
+
+
+def _field_key(model: type[BaseModel], name: str) -> str:
+    field = model.model_fields[name]
+    return field.serialization_alias or field.alias or name
+
+
+def _find_field(model: type[BaseModel], key: str) -> str | None:
+    """The attribute name of `model`'s field written as `key` (alias or name)."""
+    norm = _norm_key(key)
+    for name in model.model_fields:
+        if norm in (_norm_key(name), _norm_key(_field_key(model, name))):
+            return name
+    return None
+
+
+def valid_keys(model: type[BaseModel]) -> list[str]:
+    """The YAML keys `model` accepts."""
+    return [_field_key(model, name) for name in model.model_fields]
+
+
+def render_path(loc: tuple[object, ...]) -> tuple[str, Path_]:
+    """Render a pydantic loc as `clients[0].pool.max-size` and its normalised path.
+
+    Walks the Scenario model alongside the loc, so attribute names become the YAML
+    keys (`max_size` → `max-size`) and list positions become `[i]`.
+    """
+    t: Any = Scenario
+    text = ""
+    norm: list[str | int] = []
+    for item in loc:
+        model = _as_model(t)
+        if isinstance(item, int) and model is None:
+            text += f"[{item}]"
+            norm.append(item)
+            args = typing.get_args(_unwrap(t))
+            t = args[0] if args else None
+            continue
+        key = str(item)
+        if model is not None:
+            name = _find_field(model, key)
+            if name is not None:
+                key = _field_key(model, name)
+                t = model.model_fields[name].annotation
+            else:
+                t = None
+        else:
+            args = typing.get_args(_unwrap(t))
+            t = args[1] if typing.get_origin(_unwrap(t)) is dict and len(args) == 2 else None
+        text += ("." if text else "") + key
+        norm.append(_norm_key(key))
+    return text, tuple(norm)
+
+
+def _model_at(loc: tuple[object, ...]) -> type[BaseModel] | None:
+    t: Any = Scenario
+    for item in loc:
+        model = _as_model(t)
+        if model is not None and not isinstance(item, int):
+            name = _find_field(model, str(item))
+            t = model.model_fields[name].annotation if name else None
+        else:
+            args = typing.get_args(_unwrap(t))
+            if typing.get_origin(_unwrap(t)) is dict:
+                t = args[1] if len(args) == 2 else None
+            else:
+                t = args[0] if args else None
+    return _as_model(t)
+
+
+# ---------------------------------------------------------------------------------
+# pydantic errors → ScenarioError.
+
+_EXPECTED_BY_TYPE = {
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+    "dict_type": "a mapping",
+    "list_type": "a list",
+    "tuple_type": "a list",
+    "string_type": "a string",
+    "string_sub_type": "a string",
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "yes/no",
+    "bool_parsing": "yes/no",
+    "recursion_loop": "a structure without recursive aliases",
+    "invalid_key": "string keys",
+}
+
+
+def _from_validation_error(exc: ValidationError, ctx: _Context) -> ScenarioError:
+    err = exc.errors(include_url=False)[0]
+    loc = tuple(err.get("loc", ()))
+    kind = err.get("type", "")
+    value_error = (err.get("ctx") or {}).get("error")
+    if isinstance(value_error, BadValue):
+        return ctx.error(
+            (*loc, *value_error.field), value_error.expected, value_error.found, value_error.hint
+        )
+    if kind == "extra_forbidden" and loc:
+        model = _model_at(loc[:-1])
+        keys = valid_keys(model) if model is not None else []
+        section = render_path(loc[:-1])[0] or "the top level"
+        hint = did_you_mean(str(loc[-1]), keys)
+        if hint is None and keys:
+            hint = "valid keys: " + ", ".join(keys)
+        return ctx.error(loc, f"a key of {section}", show(loc[-1]), hint)
+    if kind == "missing":
+        return ctx.error(loc, f"a value for {str(loc[-1]) if loc else 'this field'} (required)",
+                         "nothing")
+    if kind == "literal_error":
+        expected = f"one of {(err.get('ctx') or {}).get('expected', '')}"
+    elif kind == "too_short":
+        expected = f"at least {(err.get('ctx') or {}).get('min_length', 1)} entries"
+    else:
+        msg = str(err.get("msg", "a valid value"))
+        msg = msg.removeprefix("Value error, ")
+        expected = _EXPECTED_BY_TYPE.get(kind, msg[:1].lower() + msg[1:])
+    return ctx.error(loc, expected, show(err.get("input")))
+
+
+# ---------------------------------------------------------------------------------
+# Overrides (`--set key=value`).
+
+_SEGMENT = re.compile(r"([^.\[\]]+)((?:\[\d+\])*)")
+
+
+def _parse_override(text: str) -> tuple[list[str | int], Any]:
+    key, sep, raw = text.partition("=")
+    segments: list[str | int] = []
+    for part in key.strip().split(".") if key.strip() else [""]:
+        m = _SEGMENT.fullmatch(part.strip())
+        if m is None:
+            raise ScenarioError(
+                location=f"--set {text}",
+                expected="key=value with a dotted key like clients[0].pool.max-size=4",
+                found=show(text),
+            )
+        name = m.group(1)
+        segments.append(int(name) if name.isdigit() else name)
+        segments.extend(int(i) for i in re.findall(r"\[(\d+)\]", m.group(2)))
+    if not sep:
+        raise ScenarioError(
+            location=f"--set {text}",
+            expected="key=value (e.g. server.hz=100)",
+            found=f"{show(text)} (no '=')",
+        )
+    stripped = raw.strip()
+    if not stripped:
+        return segments, ""
+    try:
+        value = yaml.safe_load(stripped)
+    except Exception:  # noqa: BLE001 - anything YAML refuses is taken as a plain string
+        return segments, stripped
+    # The value is a YAML scalar or flow collection; `a: b` or `# x` are plain text.
+    if isinstance(value, (dict, list)) and not stripped.startswith(("{", "[")):
+        return segments, stripped
+    if value is None and stripped not in ("null", "Null", "NULL", "~"):
+        return segments, stripped
+    return segments, value
+
+
+def _dotted(segments: list[str | int]) -> str:
+    return "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in segments).lstrip(".")
+
+
+def _apply_override(data: dict[Any, Any], text: str) -> Path_:
+    segments, value = _parse_override(text)
+
+    def bad(expected: str, found: str) -> ScenarioError:
+        return ScenarioError(location=f"--set {text}", expected=expected, found=found)
+
+    node: Any = data
+    for i, seg in enumerate(segments):
+        last = i == len(segments) - 1
+        where = _dotted(segments[:i]) or "the top level"
+        if isinstance(seg, int):
+            if not isinstance(node, list):
+                raise bad(f"a list at {where} to index with [{seg}]", show(node))
+            if seg >= len(node):
+                raise bad(f"an index below {len(node)} at {where}", str(seg))
+            if last:
+                node[seg] = value
+            else:
+                node = node[seg]
+            continue
+        if not isinstance(node, dict):
+            raise bad(f"a mapping at {where} to set {seg!r} in", show(node))
+        existing = [k for k in node if _norm_key(k) == _norm_key(seg)]
+        if last:
+            for k in existing:
+                del node[k]
+            node[seg] = value
+        elif existing:
+            node = node[existing[0]]
+        elif segments[i + 1] == 0:
+            # `clients.0.x=…` on a scenario without `clients`: the default is one
+            # group, so index 0 names it.
+            node[seg] = [{}]
+            node = node[seg]
+        elif isinstance(segments[i + 1], int):
+            raise bad(f"a list at {_dotted([*segments[:i], seg])}", "nothing there")
+        else:
+            node[seg] = {}
+            node = node[seg]
+    return _norm_path(segments)
+
+
+# ---------------------------------------------------------------------------------
+# redis.conf and trace paths.
+
+
+def _resolve(base: Path, value: str) -> Path:
+    return (base / os.path.expanduser(value)).resolve()
+
+
+def _merge_redis_conf(data: dict[Any, Any], base: Path, ctx: _Context) -> None:
+    """Fill `server` from the redis_conf file; the scenario's own keys win."""
+    keys = [k for k in data if k in ("redis_conf", "redis-conf")]
+    if not keys or not isinstance(data[keys[0]], str) or not data[keys[0]].strip():
+        return
+    path = _resolve(base, data[keys[0]])
+    for k in keys:
+        del data[k]
+    data["redis_conf"] = str(path)
+    directives = read_redis_conf(path)
+    server = data.get("server")
+    if server is None:
+        server = {}
+    if not isinstance(server, dict):
+        return  # the schema reports that server is not a mapping
+    own = {_norm_key(k) for k in server}
+    own_unmodelled = server.get("unmodelled")
+    if isinstance(own_unmodelled, dict):
+        own |= {_norm_key(k) for k in own_unmodelled}
+    merged: dict[Any, Any] = {}
+    unmodelled: dict[str, str] = {}
+    for name, directive in directives.items():
+        if name in own:
+            continue
+        ctx.conf[name] = (directive.file, directive.line)
+        if name in MODELLED_DIRECTIVES:
+            merged[name] = " ".join(directive.args) if name == "save" else directive.args[0]
+        else:
+            unmodelled[name] = " ".join(quote_arg(a) for a in directive.args)
+    merged.update(server)
+    if unmodelled and (own_unmodelled is None or isinstance(own_unmodelled, dict)):
+        merged["unmodelled"] = {**unmodelled, **(own_unmodelled or {})}
+    data["server"] = merged
+
+
+def _resolve_traces(data: dict[Any, Any], base: Path) -> dict[int, str]:
+    """Make trace paths absolute in place; return {group index: path as written}."""
+    written: dict[int, str] = {}
+    clients = data.get("clients")
+    if not isinstance(clients, list):
+        return written
+    for i, group in enumerate(clients):
+        if isinstance(group, dict) and isinstance(group.get("trace"), str):
+            written[i] = group["trace"]
+            group["trace"] = str(_resolve(base, group["trace"]))
+    return written
+
+
+def _check_traces(scenario: Scenario, written: dict[int, str], ctx: _Context) -> None:
+    for i, group in enumerate(scenario.clients):
+        if group.kind != "trace" or group.trace is None:
+            continue
+        try:
+            with open(group.trace, "rb") as f:
+                f.read(1)
+        except OSError as exc:
+            raise ctx.error(
+                ("clients", i, "trace"),
+                "a readable trace file",
+                f"{show(written.get(i, group.trace))} ({exc.strerror or type(exc).__name__})",
+            ) from None
+
+
+# ---------------------------------------------------------------------------------
+# Public API.
+
+
+def load_scenario(
+    source: str | os.PathLike[str] | Mapping[str, Any],
+    *,
+    overrides: Iterable[str] = (),
+    base_dir: str | os.PathLike[str] | None = None,
+) -> Scenario:
+    """Load and validate a scenario from a YAML file path or a dict.
+
+    Args:
+        source: path of a scenario YAML file, or the scenario as a mapping.
+        overrides: `key=value` strings (`server.hz=100`, `clients[0].rate=30k/s`);
+            the value is read as a YAML scalar.
+        base_dir: directory for relative `redis_conf`/`trace` paths (default: the
+            scenario file's directory, or the working directory for a mapping).
+
+    Raises:
+        ScenarioError: for any mistake in the file, its redis.conf or the overrides.
+    """
+    if isinstance(source, Mapping):
+        file = None
+        data: Any = copy.deepcopy(dict(source))
+        ctx = _Context(None, {})
+        base = Path(base_dir) if base_dir is not None else Path.cwd()
+    else:
+        path = Path(source)
+        file = str(path)
+        data, lines = _read_yaml(_read_text(path), file)
+        ctx = _Context(file, lines)
+        base = Path(base_dir) if base_dir is not None else path.resolve().parent
+    if not isinstance(data, dict):
+        found = "an empty file" if data is None else show(data)
+        raise ScenarioError(file=file, expected="a mapping of scenario keys", found=found)
+
+    for text in [overrides] if isinstance(overrides, str) else overrides:
+        try:
+            ctx.overrides.append((_apply_override(data, text), text))
+        except ScenarioError as exc:
+            raise ScenarioError(
+                file=file, location=exc.location, expected=exc.expected, found=exc.found
+            ) from None
+    _merge_redis_conf(data, base, ctx)
+    written = _resolve_traces(data, base)
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise _from_validation_error(exc, ctx) from None
+    _check_traces(scenario, written, ctx)
+    if scenario.server.unmodelled:
+        warnings.warn(
+            "redsim does not model these Redis directives (kept in server.unmodelled): "
+            + ", ".join(sorted(scenario.server.unmodelled)),
+            UnmodelledDirectiveWarning,
+            stacklevel=2,
+        )
+    return scenario
+
+
+def _read_text(path: Path) -> str:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ScenarioError(
+            file=str(path),
+            expected="a readable scenario file",
+            found=exc.strerror or type(exc).__name__,
+        ) from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(
+            file=str(path),
+            line=raw.count(b"\n", 0, exc.start) + 1,
+            expected="UTF-8 text",
+            found=f"the byte 0x{raw[exc.start]:02x}",
+        ) from None
+
+
+def validate_file(path: str | os.PathLike[str]) -> Scenario:
+    """Load and validate a scenario file (raises ScenarioError on any mistake)."""
+    return load_scenario(path)
+
+
+def resolved_dict(scenario: Scenario) -> dict[str, Any]:
+    """The fully resolved scenario as plain YAML/JSON-safe data with hyphenated keys:
+    every default filled in, sizes as int bytes, durations as float seconds, costs
+    as float µs, rates as float per second. It loads back to an equal Scenario."""
+    return scenario.model_dump(mode="json", by_alias=True)
+
+
+def scenario_hash(scenario: Scenario) -> str:
+    """sha256 hex digest of the canonical JSON of `resolved_dict(scenario)`."""
+    canonical = json.dumps(
+        resolved_dict(scenario), sort_keys=True, separators=(",", ":"), ensure_ascii=True
+    )
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()

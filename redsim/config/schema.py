@@ -1,0 +1,825 @@
+"""The scenario schema: pydantic models of a Redis deployment and its workload.
+
+YAML keys use hyphens like Redis directives (`maxmemory-policy`, `max-size`); Python
+attributes are snake_case. Every value with a unit goes through the parsers in
+`redsim.config.units`, so models hold plain numbers in fixed units:
+
+- sizes: int bytes;  durations: float seconds;  CPU costs: float µs;
+- rates: float per second;  `latency_monitor_threshold`: int ms (as Redis).
+
+Defaults are Redis 7.2's (reference §9). The models are plain data: no behaviour
+beyond validation. Errors raise `BadValue` (a `ValueError`) so the loader can turn
+them into a `ScenarioError` naming the file, line and field path.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import partial
+from typing import Annotated, Any, ClassVar, Literal, get_args
+
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    model_serializer,
+    model_validator,
+)
+
+from redsim.config.directives import KNOWN_REDIS_DIRECTIVES, MODELLED_DIRECTIVES
+from redsim.config.errors import BadValue, did_you_mean, show
+from redsim.config.redis_conf import quote_arg
+from redsim.config.units import (
+    parse_bool,
+    parse_cost_us,
+    parse_duration,
+    parse_float,
+    parse_int,
+    parse_rate,
+    parse_size,
+)
+from redsim.model.commands import COMMANDS
+
+# ---------------------------------------------------------------------------------
+# Annotated value types: a plain Python type plus the unit parser that produces it.
+
+
+def _v(fn: Callable[..., Any], **kwargs: Any) -> BeforeValidator:
+    """A before-validator calling `fn(value, **kwargs)`."""
+    return BeforeValidator(partial(fn, **kwargs) if kwargs else fn)
+
+
+def _optional(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Let None through `fn` (for fields whose None means "not set")."""
+
+    def parse(v: Any) -> Any:
+        return None if v is None else fn(v)
+
+    return parse
+
+
+def _choice(options: tuple[str, ...]) -> Callable[[Any], str]:
+    """A validator accepting one of `options`, case-insensitively."""
+
+    def parse(v: Any) -> str:
+        if isinstance(v, str) and v.strip().lower() in options:
+            return v.strip().lower()
+        expected = "one of " + ", ".join(repr(o) for o in options)
+        hint = did_you_mean(v, options) if isinstance(v, str) else None
+        raise BadValue(expected, show(v), hint=hint)
+
+    return parse
+
+
+def _duration_above_zero(v: Any) -> float:
+    seconds = parse_duration(v)
+    if seconds <= 0:
+        raise BadValue("a duration > 0 like 1s or 500ms (a bare number is in seconds)", show(v))
+    return seconds
+
+
+def _whole_ms(v: Any) -> int:
+    # Redis stores latency-monitor-threshold as integer milliseconds.
+    return round(parse_duration(v, "ms") * 1000)
+
+
+def _hz(v: Any) -> int:
+    # Redis accepts 0..INT_MAX and clamps to CONFIG_MIN_HZ..CONFIG_MAX_HZ (1..500)
+    # when applying it (server.c), so 0 runs at 1 Hz and 1000 at 500 Hz.
+    return min(max(parse_int(v, minimum=0), 1), 500)
+
+
+Bool = Annotated[bool, _v(parse_bool)]
+Bytes = Annotated[int, _v(parse_size)]
+Seconds = Annotated[float, _v(parse_duration)]
+PositiveSeconds = Annotated[float, _v(_duration_above_zero)]
+CostUs = Annotated[float, _v(parse_cost_us)]
+OptionalCostUs = Annotated[float | None, _v(_optional(parse_cost_us))]
+NonNegInt = Annotated[int, _v(parse_int, minimum=0)]
+PositiveInt = Annotated[int, _v(parse_int, minimum=1)]
+
+EvictionPolicy = Literal[
+    "noeviction",
+    "allkeys-lru",
+    "allkeys-lfu",
+    "allkeys-random",
+    "volatile-lru",
+    "volatile-lfu",
+    "volatile-random",
+    "volatile-ttl",
+]
+AppendFsync = Literal["always", "everysec", "no"]
+RedisVersion = Literal["6.2", "7.0", "7.2"]
+ServiceDistribution = Literal["fixed", "exponential"]
+ClientKind = Literal["closed", "open", "trace"]
+TraceTiming = Literal["closed", "recorded"]
+Replay = Literal["once", "loop"]
+Checkout = Literal["lifo", "fifo"]
+KeyDistribution = Literal["uniform", "zipf"]
+DistKind = Literal["fixed", "exponential", "uniform", "lognormal"]
+
+
+def _literal(lit: Any) -> BeforeValidator:
+    return _v(_choice(get_args(lit)))
+
+
+def _hyphen(name: str) -> str:
+    return name.replace("_", "-")
+
+
+def _as_section(annotation: Any) -> bool:
+    # A nested model that is always present (not Optional), like server or pool.
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+class _Model(BaseModel):
+    """Shared settings: hyphenated YAML keys, snake_case attributes, no unknown keys.
+
+    A section key with no value (`server:` with every line commented out) means
+    the section's defaults, not an error.
+    """
+
+    model_config = ConfigDict(
+        alias_generator=_hyphen,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_sections(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or None not in data.values():
+            return data
+        sections = {
+            key
+            for name, field in cls.model_fields.items()
+            if _as_section(field.annotation)
+            for key in (name, _hyphen(name))
+        }
+        return {k: v for k, v in data.items() if not (v is None and k in sections)}
+
+
+# ---------------------------------------------------------------------------------
+# Server: the Redis directives redsim models.
+
+_SAVE_EXPECTED = 'save points "seconds changes …" like "3600 1 300 100", or "" for none'
+
+
+def _save_point(seconds: Any, changes: Any) -> tuple[int, int]:
+    # config.c setConfigSaveOption: seconds ≥ 1, changes ≥ 0.
+    try:
+        return parse_int(seconds, minimum=1), parse_int(changes, minimum=0)
+    except BadValue:
+        raise BadValue(
+            _SAVE_EXPECTED + " (seconds ≥ 1, changes ≥ 0)", show([seconds, changes])
+        ) from None
+
+
+def parse_save(v: Any) -> list[tuple[int, int]]:
+    """Parse `save`: the Redis string "3600 1 300 100", "" (no snapshots), a flat list
+    of numbers, or a list of pairs / "seconds changes" strings (one per save line)."""
+    if isinstance(v, str):
+        flat: list[Any] = v.split()
+    elif isinstance(v, (list, tuple)):
+        flat = []
+        for item in v:
+            if isinstance(item, (list, tuple)) and len(item) == 2:
+                flat.extend(item)
+            elif isinstance(item, str) and len(item.split()) == 2:
+                flat.extend(item.split())
+            elif isinstance(item, (int, str)) and not isinstance(item, bool):
+                flat.append(item)
+            else:
+                raise BadValue(_SAVE_EXPECTED, show(v))
+    else:
+        raise BadValue(_SAVE_EXPECTED, show(v))
+    if len(flat) % 2:
+        raise BadValue(_SAVE_EXPECTED + " (in pairs)", show(v))
+    return [_save_point(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)]
+
+
+def _directive_text(v: Any) -> str:
+    """A YAML value of an unmodelled directive as the text redis.conf would hold."""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if v is None:
+        return ""
+    if isinstance(v, (list, tuple)):
+        # One level only: a list is the directive's arguments (`bind: [a, b]`);
+        # deeper nesting has no redis.conf meaning and is kept as its repr.
+        return " ".join(
+            quote_arg(str(x) if isinstance(x, (list, tuple, dict)) else _directive_text(x))
+            for x in v
+        )
+    return str(v)
+
+
+def _known_directive(name: str) -> bool:
+    # Module configs are `module.name`; Redis accepts any of those in a conf.
+    return name in KNOWN_REDIS_DIRECTIVES or "." in name
+
+
+def parse_unmodelled(v: Any) -> dict[str, str]:
+    """Parse `unmodelled`: {directive: value}, names Redis knows but redsim does not
+    model; values become the text a redis.conf line would carry."""
+    if not isinstance(v, dict):
+        raise BadValue("a mapping of Redis directive → value", show(v))
+    out: dict[str, str] = {}
+    for key, value in v.items():
+        name = str(key).lower()
+        if name in MODELLED_DIRECTIVES:
+            raise BadValue(
+                "a directive redsim does not model (set modelled ones directly in server)",
+                show(key),
+                field=(str(key),),
+                hint=f"write it as server.{name}",
+            )
+        if not _known_directive(name):
+            raise BadValue(
+                "a Redis configuration directive",
+                show(key),
+                field=(str(key),),
+                hint=did_you_mean(name, KNOWN_REDIS_DIRECTIVES),
+            )
+        out[name] = _directive_text(value)
+    return out
+
+
+class Server(_Model):
+    """The Redis server's configuration; keys are Redis directive names and defaults
+    are Redis 7.2's. Directives Redis knows but redsim does not model go to
+    `unmodelled` (also when written directly under `server:`)."""
+
+    hz: Annotated[int, _v(_hz)] = 10
+    """serverCron frequency, 1/s; clamped to 1..500 like Redis (0 → 1, 1000 → 500)."""
+    dynamic_hz: Bool = True
+    """Double hz while clients/hz > 200 (up to 500)."""
+    maxclients: PositiveInt = 10000
+    """Connection limit, clients."""
+    timeout: Seconds = 0.0
+    """Idle client timeout, s; 0 = never."""
+    maxmemory: Bytes = 0
+    """Memory limit, bytes; 0 = no limit."""
+    maxmemory_policy: Annotated[EvictionPolicy, _literal(EvictionPolicy)] = "noeviction"
+    maxmemory_samples: Annotated[int, _v(parse_int, minimum=1, maximum=64)] = 5
+    """Keys sampled per eviction round (Redis allows more; redsim caps at 64)."""
+    maxmemory_eviction_tenacity: Annotated[int, _v(parse_int, minimum=0, maximum=100)] = 10
+    lazyfree_lazy_eviction: Bool = False
+    lazyfree_lazy_expire: Bool = False
+    lazyfree_lazy_server_del: Bool = False
+    lazyfree_lazy_user_del: Bool = False
+    active_expire_effort: Annotated[int, _v(parse_int, minimum=1, maximum=10)] = 1
+    appendonly: Bool = False
+    appendfsync: Annotated[AppendFsync, _literal(AppendFsync)] = "everysec"
+    save: Annotated[list[tuple[int, int]], _v(parse_save)] = Field(
+        default_factory=lambda: [(3600, 1), (300, 100), (60, 10000)]
+    )
+    """RDB save points as (seconds, changes) pairs; [] = no snapshots."""
+    io_threads: Annotated[int, _v(parse_int, minimum=1, maximum=128)] = 1
+    client_query_buffer_limit: Annotated[int, _v(parse_size)] = 1024**3
+    """Per-client query buffer cap, bytes."""
+    proto_max_bulk_len: Annotated[int, _v(parse_size)] = 512 * 1024**2
+    """Largest bulk argument, bytes."""
+    maxmemory_clients: Bytes = 0
+    """Client-eviction limit, bytes (a "N%" of maxmemory is resolved to bytes); 0 = off."""
+    latency_monitor_threshold: Annotated[int, _v(_whole_ms)] = 0
+    """Latency monitor threshold, ms (a bare number is ms, as in Redis); 0 = off."""
+    unmodelled: Annotated[dict[str, str], _v(parse_unmodelled)] = Field(default_factory=dict)
+    """Directives Redis knows and redsim does not model, kept as conf text."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _route_unmodelled(cls, data: Any) -> Any:
+        # Any key Redis knows but redsim does not model is kept, never an error:
+        # move it into `unmodelled` before the strict key check sees it.
+        if not isinstance(data, dict):
+            return data
+        keys = {_hyphen(name) for name in cls.model_fields} | set(cls.model_fields)
+        out: dict[Any, Any] = {}
+        moved: dict[Any, Any] = {}
+        for key, value in data.items():
+            name = str(key).lower().replace("_", "-")
+            if key not in keys and name not in MODELLED_DIRECTIVES and _known_directive(name):
+                moved[name] = value
+            else:
+                out[key] = value
+        if moved:
+            existing = out.get("unmodelled", {})
+            if isinstance(existing, dict):
+                out["unmodelled"] = {**moved, **existing}
+        _resolve_percent(out)
+        return out
+
+    @model_validator(mode="after")
+    def _check(self) -> Server:
+        if self.client_query_buffer_limit < 1024**2:
+            # config.c: client-query-buffer-limit lower bound is 1mb.
+            raise BadValue("a size ≥ 1mb", show(self.client_query_buffer_limit),
+                           field=("client-query-buffer-limit",))
+        if self.proto_max_bulk_len < 1024**2:
+            raise BadValue("a size ≥ 1mb", show(self.proto_max_bulk_len),
+                           field=("proto-max-bulk-len",))
+        return self
+
+
+def _resolve_percent(data: dict[Any, Any]) -> None:
+    """Turn `maxmemory-clients: 10%` into bytes of maxmemory, as Redis 7 computes it
+    (`maxmemory * pct / 100`; 0 when maxmemory is 0)."""
+    for key in ("maxmemory-clients", "maxmemory_clients"):
+        value = data.get(key)
+        if isinstance(value, str) and value.strip().endswith("%"):
+            try:
+                pct = parse_float(value.strip()[:-1], minimum=0, maximum=100)
+            except BadValue:
+                raise BadValue("a percentage of maxmemory between 0% and 100%", show(value),
+                               field=(key,)) from None
+            try:
+                limit = parse_size(data.get("maxmemory", 0))
+            except BadValue:
+                return  # maxmemory's own error is reported first
+            data[key] = round(limit * pct / 100)
+
+
+# ---------------------------------------------------------------------------------
+# Engine: model switches and the CPU cost model (all costs in µs).
+
+
+class CommandCost(_Model):
+    """Overrides of one command's CPU cost, µs; None keeps the command table's value."""
+
+    fixed: OptionalCostUs = None
+    """Fixed CPU per call, µs."""
+    per_byte: OptionalCostUs = None
+    """CPU per value byte copied, µs/B."""
+    per_element: OptionalCostUs = None
+    """CPU per key/member/element touched, µs."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        # `GET: 1.2` is short for `GET: {fixed: 1.2}`.
+        if isinstance(data, (int, float, str)) and not isinstance(data, bool):
+            return {"fixed": data}
+        return data
+
+
+def parse_command_name(v: Any) -> str:
+    """An upper-case command name from COMMANDS (case-insensitive input)."""
+    if isinstance(v, str) and v.strip().upper() in COMMANDS:
+        return v.strip().upper()
+    raise BadValue(
+        "a command redsim models (" + ", ".join(sorted(COMMANDS)) + ")",
+        show(v),
+        hint=did_you_mean(v.upper(), COMMANDS) if isinstance(v, str) else None,
+    )
+
+
+def _parse_commands(v: Any) -> dict[str, Any]:
+    if not isinstance(v, dict):
+        raise BadValue("a mapping of command name → cost", show(v))
+    out: dict[str, Any] = {}
+    for key, value in v.items():
+        try:
+            name = parse_command_name(key)
+        except BadValue as exc:
+            raise BadValue(exc.expected, exc.found, field=(str(key),), hint=exc.hint) from None
+        out[name] = value
+    return out
+
+
+class Cpu(_Model):
+    """Main-thread CPU costs, µs, besides the command procedures themselves."""
+
+    iteration: CostUs = 1.0
+    """Per event-loop iteration: epoll_wait + beforeSleep fixed work, µs."""
+    read: CostUs = 2.5
+    """Per read() of a connection, incl. parsing what was read, µs."""
+    read_per_byte: CostUs = 0.0002
+    """Per byte read, µs/B."""
+    write: CostUs = 3.5
+    """Per reply write() to a connection, µs."""
+    write_per_byte: CostUs = 0.0002
+    """Per byte written, µs/B."""
+    accept: CostUs = 20.0
+    """Accepting a connection (createClient), µs."""
+    close: CostUs = 10.0
+    """Freeing a closed connection (freeClient), µs."""
+    cron: CostUs = 30.0
+    """serverCron fixed work per call, µs."""
+    clients_cron_per_client: CostUs = 0.1
+    """clientsCron work per client visited, µs."""
+    distribution: Annotated[ServiceDistribution, _literal(ServiceDistribution)] = "fixed"
+    """Variability of command costs: fixed, or × a mean-1 exponential (M/M/1 checks)."""
+    commands: Annotated[dict[str, CommandCost], _v(_parse_commands)] = Field(default_factory=dict)
+    """Per-command overrides of the command table, by upper-case name."""
+
+
+class Engine(_Model):
+    """Model switches and the CPU cost model."""
+
+    reply_batching: Bool = True
+    """True: replies wait for beforeSleep like Redis; False: each reply is written right
+    after its command (a plain single-server queue, for theory checks)."""
+    cpu: Cpu = Field(default_factory=Cpu)
+
+
+class Network(_Model):
+    """The client ↔ server network."""
+
+    rtt: Seconds = 200e-6
+    """Round-trip time, s; each direction takes rtt/2."""
+
+
+# ---------------------------------------------------------------------------------
+# Distributions of times (s) and sizes (bytes).
+
+def _a(word: str) -> str:
+    return ("an " if word[0] in "aeiou" else "a ") + word
+
+
+_DIST_KEYS: dict[str, tuple[str, ...]] = {
+    "fixed": ("value", "mean"),
+    "exponential": ("mean",),
+    "uniform": ("min", "max"),
+    "lognormal": ("mean", "sigma"),
+}
+
+
+class _Dist(_Model):
+    """A distribution, normalised. YAML gives a scalar (fixed) or a mapping
+    {distribution, value | mean | min, max | sigma}.
+
+    Attributes:
+        kind: fixed, exponential, uniform or lognormal.
+        mean: arithmetic mean (for fixed, the value).
+        low, high: support bounds (fixed: value, value; uniform: min, max;
+            exponential/lognormal: 0, inf).
+        sigma: lognormal shape (standard deviation of the log); 0 otherwise.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    _parse: ClassVar[Callable[[Any], float]]
+    _unit: ClassVar[str]
+
+    kind: DistKind
+    mean: float
+    low: float
+    high: float
+    sigma: float = 0.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _normalise(cls, data: Any) -> Any:
+        if isinstance(data, _Dist):
+            return data
+        if isinstance(data, dict) and {"kind", "mean", "low", "high"} <= set(data):
+            return data  # already normalised (built in code)
+        if not isinstance(data, dict):
+            value = float(cls._parse(data))
+            return {"kind": "fixed", "mean": value, "low": value, "high": value}
+        return cls._from_mapping(data)
+
+    @classmethod
+    def _from_mapping(cls, data: dict[Any, Any]) -> dict[str, Any]:
+        try:
+            kind = _choice(tuple(_DIST_KEYS))(data.get("distribution", "fixed"))
+        except BadValue as exc:
+            raise BadValue(
+                exc.expected, exc.found, field=("distribution",), hint=exc.hint
+            ) from None
+        allowed = ("distribution", *_DIST_KEYS[kind])
+        for key in data:
+            if key not in allowed:
+                raise BadValue(
+                    f"keys of {_a(kind)} distribution ({', '.join(allowed)})",
+                    show(key),
+                    field=(str(key),),
+                    hint=did_you_mean(str(key), allowed),
+                )
+        values: dict[str, float] = {}
+        for key in _DIST_KEYS[kind]:
+            if key in data:
+                parse = partial(parse_float, minimum=0) if key == "sigma" else cls._parse
+                try:
+                    values[key] = float(parse(data[key]))
+                except BadValue as exc:
+                    raise BadValue(exc.expected, exc.found, field=(key,)) from None
+        return cls._build(kind, values)
+
+    @classmethod
+    def _build(cls, kind: str, values: dict[str, float]) -> dict[str, Any]:
+        def need(*keys: str) -> None:
+            missing = [k for k in keys if k not in values]
+            if missing:
+                raise BadValue(
+                    f"{' and '.join(keys)} for {_a(kind)} distribution",
+                    "no " + " or ".join(missing),
+                    field=(missing[0],),
+                )
+
+        if kind == "fixed":
+            if "value" in values and "mean" in values and values["value"] != values["mean"]:
+                raise BadValue("value or mean for a fixed distribution, not two different ones",
+                               show([values["value"], values["mean"]]), field=("mean",))
+            if "value" not in values:
+                need("mean")
+            v = values.get("value", values.get("mean", 0.0))
+            return {"kind": kind, "mean": v, "low": v, "high": v}
+        if kind == "exponential":
+            need("mean")
+            return {"kind": kind, "mean": values["mean"], "low": 0.0, "high": math.inf}
+        if kind == "uniform":
+            need("min", "max")
+            if values["min"] > values["max"]:
+                raise BadValue("min ≤ max", f"min {values['min']} > max {values['max']}",
+                               field=("max",))
+            mid = (values["min"] + values["max"]) / 2
+            return {"kind": kind, "mean": mid, "low": values["min"], "high": values["max"]}
+        need("mean", "sigma")
+        if values["mean"] <= 0:
+            raise BadValue(f"a mean > 0 ({cls._unit}) for a lognormal distribution",
+                           show(values["mean"]), field=("mean",))
+        return {"kind": kind, "mean": values["mean"], "low": 0.0, "high": math.inf,
+                "sigma": values["sigma"]}
+
+    @classmethod
+    def _out(cls, x: float) -> float | int:
+        return x
+
+    @model_serializer
+    def _to_yaml(self) -> dict[str, Any]:
+        # Serialise in the form a scenario file uses, so resolved output loads back.
+        out = self._out
+        if self.kind == "fixed":
+            return {"distribution": "fixed", "value": out(self.mean)}
+        if self.kind == "exponential":
+            return {"distribution": "exponential", "mean": out(self.mean)}
+        if self.kind == "uniform":
+            return {"distribution": "uniform", "min": out(self.low), "max": out(self.high)}
+        return {"distribution": "lognormal", "mean": out(self.mean), "sigma": self.sigma}
+
+
+class DurationDist(_Dist):
+    """A distribution of durations, s (values parsed with parse_duration)."""
+
+    _parse = staticmethod(parse_duration)
+    _unit = "s"
+
+
+class SizeDist(_Dist):
+    """A distribution of sizes, bytes (values parsed with parse_size)."""
+
+    _parse = staticmethod(parse_size)
+    _unit = "bytes"
+
+    @classmethod
+    def _out(cls, x: float) -> float | int:
+        # Sizes read back as whole bytes; only a uniform mean can be fractional.
+        return int(x) if x.is_integer() else x
+
+
+# ---------------------------------------------------------------------------------
+# Clients.
+
+
+class Pool(_Model):
+    """One app process's connection pool."""
+
+    max_size: PositiveInt = 8
+    """Most connections the pool opens (lazily), connections."""
+    checkout: Annotated[Checkout, _literal(Checkout)] = "lifo"
+    """Which idle connection a request takes: most (lifo) or least (fifo) recent."""
+    idle_timeout: Seconds = 0.0
+    """Close a connection idle this long, s; 0 = never."""
+    reap_interval: PositiveSeconds = 1.0
+    """How often idle connections are checked, s."""
+    max_waiters: PositiveInt = 100000
+    """Requests that may wait for a connection, requests."""
+
+
+class MixEntry(_Model):
+    """One command in a client group's request mix."""
+
+    command: Annotated[str, _v(parse_command_name)]
+    """Upper-case command name."""
+    weight: Annotated[float, _v(parse_float, minimum=0, exclusive_min=True)] = 1.0
+    """Relative frequency (weights are normalised over the mix)."""
+    keys: PositiveInt = 1
+    """Keys or members per command (e.g. MGET 10)."""
+    count: Annotated[int | None, _v(_optional(partial(parse_int, minimum=0)))] = None
+    """Elements returned/visited (SMEMBERS, HGETALL, ZRANGE, SCAN); None = default."""
+    ttl: Annotated[float | None, _v(_optional(_duration_above_zero))] = None
+    """TTL set on written keys, s; None = no TTL."""
+
+
+def _parse_mix(v: Any) -> Any:
+    # Shorthands: `{GET: 0.9, SET: 0.1}`, `{MGET: {weight: 1, keys: 10}}`, `[GET, SET]`.
+    if isinstance(v, dict):
+        items: list[Any] = []
+        for cmd, spec in v.items():
+            if isinstance(spec, dict):
+                items.append({"command": cmd, **spec})
+            else:
+                items.append({"command": cmd, "weight": spec})
+        v = items
+    if isinstance(v, list):
+        if not v:
+            raise BadValue("at least one command in the mix", "an empty list")
+        return [{"command": item} if isinstance(item, str) else item for item in v]
+    return v
+
+
+class Keyspace(_Model):
+    """How a client group picks keys."""
+
+    keys: PositiveInt = 10000
+    """Distinct keys, keys."""
+    distribution: Annotated[KeyDistribution, _literal(KeyDistribution)] = "uniform"
+    zipf_exponent: Annotated[float, _v(parse_float, minimum=0, exclusive_min=True)] = 0.99
+    """Zipf exponent s (P(rank k) ∝ k^-s), used when distribution is zipf."""
+
+
+class ProfileStep(_Model):
+    """From time `at` (s) on, an open group's total Poisson rate is `rate` (/s)."""
+
+    at: Seconds
+    rate: Annotated[float, _v(parse_rate)]
+
+
+def _parse_profile(v: Any) -> Any:
+    if v is None:
+        return None
+    if isinstance(v, list) and not v:
+        raise BadValue("at least one {at, rate} step", "an empty list")
+    return v
+
+
+class ClientGroup(_Model):
+    """A group of identical app processes and their request sources."""
+
+    name: str | None = None
+    """Unique group name; the loader names unnamed groups group0, group1, …"""
+    kind: Annotated[ClientKind, _literal(ClientKind)] = "closed"
+    """closed: sources wait for the reply then think; open: Poisson arrivals;
+    trace: replay a command file."""
+    processes: PositiveInt = 1
+    """App processes, each with its own connection pool."""
+    threads: PositiveInt = 1
+    """Request sources per process (closed/trace)."""
+    think: DurationDist = Field(default_factory=lambda: DurationDist.model_validate(0.0))
+    """Think time between a reply and the next request, s (closed/trace)."""
+    rate: Annotated[float | None, _v(_optional(parse_rate))] = None
+    """Open: the group's total Poisson rate, /s."""
+    profile: Annotated[list[ProfileStep] | None, _v(_parse_profile)] = None
+    """Open: piecewise-constant rate steps; `at` strictly increasing from 0."""
+    pool: Pool = Field(default_factory=Pool)
+    pipeline: PositiveInt = 1
+    """Requests in flight per connection checkout (pipelining depth)."""
+    mix: Annotated[list[MixEntry], _v(_parse_mix)] = Field(
+        default_factory=lambda: [MixEntry(command="GET")]
+    )
+    keyspace: Keyspace = Field(default_factory=Keyspace)
+    key_size: PositiveInt = 16
+    """Key length, bytes."""
+    value_size: SizeDist = Field(default_factory=lambda: SizeDist.model_validate(64))
+    """Value length, bytes."""
+    trace: str | None = None
+    """Trace: path of the command file (resolved to an absolute path by the loader)."""
+    trace_timing: Annotated[TraceTiming, _literal(TraceTiming)] = "closed"
+    """Trace: send the next command after the reply + think (closed) or at the
+    recorded timestamps (recorded)."""
+    replay: Annotated[Replay, _literal(Replay)] = "loop"
+    """Trace: play the file once or loop over it."""
+    start: Seconds = 0.0
+    """When the group starts sending, s."""
+
+    @model_validator(mode="after")
+    def _check(self) -> ClientGroup:
+        if self.kind == "open":
+            if self.rate is None and self.profile is None:
+                raise BadValue("a rate (like 25k/s) or a profile for an open group",
+                               "neither", field=("rate",))
+            if self.rate is not None and self.profile is not None:
+                raise BadValue("either rate or profile for an open group, not both",
+                               "both", field=("profile",))
+        else:
+            for key, value in (("rate", self.rate), ("profile", self.profile)):
+                if value is not None:
+                    raise BadValue(f"no {key} for a {self.kind} group ({key} is for kind: open)",
+                                   show(value) if key == "rate" else "a profile", field=(key,))
+        if self.kind == "trace" and self.trace is None:
+            raise BadValue("a trace file path for a trace group", "none", field=("trace",))
+        if self.kind != "trace" and self.trace is not None:
+            raise BadValue(f"no trace for a {self.kind} group (trace is for kind: trace)",
+                           show(self.trace), field=("trace",))
+        if self.profile is not None:
+            if self.profile[0].at != 0:
+                raise BadValue("the first profile step at 0", show(self.profile[0].at),
+                               field=("profile", 0, "at"))
+            for i in range(1, len(self.profile)):
+                if self.profile[i].at <= self.profile[i - 1].at:
+                    raise BadValue(
+                        f"profile times strictly increasing (after {self.profile[i - 1].at})",
+                        show(self.profile[i].at),
+                        field=("profile", i, "at"),
+                    )
+        return self
+
+
+# ---------------------------------------------------------------------------------
+# The scenario.
+
+
+def _parse_version(v: Any) -> str:
+    # YAML reads `6.2` as a float and `7` as an int; accept those and "7.2.4".
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        v = f"{float(v):.1f}" if math.isfinite(v) else str(v)
+    if isinstance(v, str):
+        parts = v.strip().split(".")
+        if len(parts) == 1:
+            parts.append("0")
+        short = ".".join(parts[:2])
+        if short in get_args(RedisVersion):
+            return short
+    raise BadValue("a Redis version: one of '6.2', '7.0', '7.2'", show(v))
+
+
+def _parse_clients(v: Any) -> Any:
+    if isinstance(v, list) and not v:
+        raise BadValue("at least one client group", "an empty list")
+    return v
+
+
+def _default_clients() -> list[ClientGroup]:
+    return [ClientGroup(name="group0")]
+
+
+class Scenario(_Model):
+    """A Redis deployment and its workload, fully validated."""
+
+    name: str = "scenario"
+    description: str = ""
+    redis_version: Annotated[RedisVersion, _v(_parse_version)] = "7.2"
+    duration: PositiveSeconds = 60.0
+    """Simulated time, s."""
+    warmup: Seconds = 0.0
+    """Initial time excluded from statistics, s; < duration."""
+    seed: NonNegInt = 0
+    """Root seed of all random streams."""
+    sample_interval: PositiveSeconds = 1.0
+    """Period of the INFO-like samples, s; ≤ duration."""
+    redis_conf: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("redis_conf", "redis-conf"),
+        serialization_alias="redis_conf",
+    )
+    """A redis.conf whose directives fill `server` (path as resolved by the loader)."""
+    server: Server = Field(default_factory=Server)
+    engine: Engine = Field(default_factory=Engine)
+    network: Network = Field(default_factory=Network)
+    clients: Annotated[list[ClientGroup], _v(_parse_clients)] = Field(
+        default_factory=_default_clients
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _name_groups(cls, data: Any) -> Any:
+        # Unnamed groups are named by position so results and errors can refer to them.
+        if not isinstance(data, dict) or not isinstance(data.get("clients"), list):
+            return data
+        groups = []
+        for i, group in enumerate(data["clients"]):
+            if isinstance(group, dict) and group.get("name") is None:
+                group = {**group, "name": f"group{i}"}
+            groups.append(group)
+        return {**data, "clients": groups}
+
+    @model_validator(mode="after")
+    def _check(self) -> Scenario:
+        if self.warmup >= self.duration:
+            raise BadValue(f"a warmup shorter than the duration ({self.duration:g} s)",
+                           f"{self.warmup:g} s", field=("warmup",))
+        if self.sample_interval > self.duration:
+            raise BadValue(f"a sample-interval ≤ the duration ({self.duration:g} s)",
+                           f"{self.sample_interval:g} s", field=("sample-interval",))
+        seen: dict[str, int] = {}
+        for i, group in enumerate(self.clients):
+            name = group.name or f"group{i}"
+            if name in seen:
+                raise BadValue("unique client group names",
+                               f"{name!r} again (also clients[{seen[name]}])",
+                               field=("clients", i, "name"))
+            seen[name] = i
+        total = sum(g.processes * g.pool.max_size for g in self.clients)
+        if total > self.server.maxclients:
+            raise BadValue(
+                "Σ processes × pool.max-size ≤ server.maxclients",
+                f"the clients' pools can open {total} connections, "
+                f"more than maxclients {self.server.maxclients}",
+                field=("clients",),
+            )
+        return self

@@ -1,0 +1,272 @@
+"""Parsers for the values a scenario may write with units: sizes, durations, CPU
+costs, rates, booleans and plain numbers.
+
+Every parser is a pure function that accepts what YAML or a redis.conf line produces
+(ints, floats, strings) and raises `BadValue` (a `ValueError`) with a short
+"expected …, found …" message otherwise. Booleans are never accepted as numbers:
+`maxmemory: yes` is a mistake, not 1 byte.
+
+Arithmetic goes through `fractions.Fraction` so that `200us` is exactly the float
+nearest 0.0002 s and `500ns` is exactly 0.5 µs, not a value one ulp away.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+from typing import Any
+
+from redsim.config.errors import BadValue, show
+
+# Largest value any parser returns as an int: Redis stores sizes in (unsigned) long
+# long and rejects overflow; we keep to the signed range so every consumer is safe.
+MAX_INT = 2**63 - 1
+
+# Redis `memtoull` (util.c) multipliers: k/m/g are decimal, kb/mb/gb binary.
+SIZE_UNITS: dict[str, int] = {
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1024,
+    "m": 1000**2,
+    "mb": 1024**2,
+    "g": 1000**3,
+    "gb": 1024**3,
+}
+
+# Duration units in nanoseconds, so conversions between them are exact integer ratios.
+DURATION_UNITS_NS: dict[str, int] = {
+    "ns": 1,
+    "us": 1_000,
+    "µs": 1_000,  # U+00B5 MICRO SIGN
+    "μs": 1_000,  # U+03BC GREEK SMALL LETTER MU, what many keyboards produce
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "m": 60 * 1_000_000_000,
+    "min": 60 * 1_000_000_000,
+    "h": 3600 * 1_000_000_000,
+    "d": 86400 * 1_000_000_000,
+    "w": 7 * 86400 * 1_000_000_000,
+}
+
+# Rate denominators in seconds. Inside a rate, `m` before the slash is mega (25m/s),
+# after it is minutes (90000/m): the slash removes the ambiguity.
+RATE_PER: dict[str, Fraction] = {
+    "s": Fraction(1),
+    "sec": Fraction(1),
+    "second": Fraction(1),
+    "ms": Fraction(1, 1000),
+    "us": Fraction(1, 1_000_000),
+    "µs": Fraction(1, 1_000_000),
+    "μs": Fraction(1, 1_000_000),
+    "m": Fraction(60),
+    "min": Fraction(60),
+    "minute": Fraction(60),
+    "h": Fraction(3600),
+    "hour": Fraction(3600),
+}
+RATE_MULTIPLIERS: dict[str, int] = {"": 1, "k": 1000, "m": 1_000_000}
+
+_BOOL_WORDS = {"yes": True, "true": True, "on": True, "no": False, "false": False, "off": False}
+
+# A decimal number: optional sign, digits with single underscores between them
+# (like Python's `1_000`), optional fraction and exponent.
+_DIGITS = r"\d+(?:_\d+)*"
+_DECIMAL = rf"[+-]?(?:{_DIGITS}(?:\.(?:{_DIGITS})?)?|\.{_DIGITS})"
+# Exponents are capped at 3 digits: Fraction("1e999999999") would take forever.
+_NUMBER = rf"{_DECIMAL}(?:[eE][+-]?\d{{1,3}})?"
+# Sizes follow memtoull: no space between number and unit, no exponent.
+_SIZE_RE = re.compile(rf"({_DECIMAL})([a-zA-Z]*)", re.ASCII)
+_DURATION_RE = re.compile(rf"({_NUMBER})\s*([a-zA-Zµμ]*)", re.ASCII)
+_RATE_RE = re.compile(rf"({_NUMBER})\s*([kKmM]?)\s*(?:/\s*([a-zA-Zµμ]+))?", re.ASCII)
+_INT_RE = re.compile(rf"[+-]?{_DIGITS}", re.ASCII)
+_FLOAT_RE = re.compile(_NUMBER, re.ASCII)
+
+SIZE_EXPECTED = "a size in bytes ≥ 0 like 64mb (units b, k, kb, m, mb, g, gb)"
+RATE_EXPECTED = "a rate ≥ 0 per second like 25000, 25k/s or 90000/min"
+BOOL_EXPECTED = "yes/no (or true/false)"
+
+
+_UNIT_WORDS = {"ns": "nanoseconds", "us": "µs", "ms": "milliseconds", "s": "seconds"}
+
+
+def _duration_expected(bare_unit: str) -> str:
+    unit = _UNIT_WORDS.get(bare_unit, bare_unit)
+    return f"a duration ≥ 0 like 500us, 2ms, 30s or 10m (a bare number is in {unit})"
+
+
+def _fraction_of(text: str, expected: str, original: Any) -> Fraction:
+    # Fraction() rejects underscores; the regexes already checked where they are.
+    try:
+        return Fraction(text.replace("_", ""))
+    except ValueError:  # more digits than int() converts (sys.get_int_max_str_digits)
+        raise BadValue(expected, f"{show(original)} (too long)") from None
+
+
+def _number_of(v: Any) -> Fraction | None:
+    """An exact Fraction for a finite int/float that is not a bool, else None."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return Fraction(v)
+    if isinstance(v, float) and math.isfinite(v):
+        return Fraction(v)
+    return None
+
+
+def _to_float(value: Fraction, expected: str, original: Any) -> float:
+    try:
+        result = float(value)
+    except OverflowError:
+        raise BadValue(expected, f"{show(original)} (too large)") from None
+    if not math.isfinite(result):
+        raise BadValue(expected, f"{show(original)} (too large)")
+    return result
+
+
+def parse_size(v: Any) -> int:
+    """Parse a memory size into bytes, the way Redis's `memtoull` does.
+
+    Ints pass through (must be ≥ 0). Strings take an optional case-insensitive unit:
+    `b` or none = 1, `k` = 1000, `kb` = 1024, `m` = 10**6, `mb` = 1024**2,
+    `g` = 10**9, `gb` = 1024**3, written right after the number as Redis requires.
+    Extensions beyond Redis: a decimal number (`1.5gb`, rounded to the nearest
+    byte), `_` between digits (`1_000`), and floats from YAML (rounded).
+    """
+    number = _number_of(v)
+    if number is None and isinstance(v, str):
+        m = _SIZE_RE.fullmatch(v.strip())
+        if m is None or m.group(2).lower() not in SIZE_UNITS:
+            raise BadValue(SIZE_EXPECTED, show(v))
+        number = _fraction_of(m.group(1), SIZE_EXPECTED, v) * SIZE_UNITS[m.group(2).lower()]
+    if number is None:
+        raise BadValue(SIZE_EXPECTED, show(v))
+    if number < 0:
+        raise BadValue(SIZE_EXPECTED, show(v))
+    result = round(number)  # Fraction rounds half to even, exactly
+    if result > MAX_INT:
+        raise BadValue(SIZE_EXPECTED, f"{show(v)} (too large)")
+    return result
+
+
+def _duration_fraction(v: Any, bare_unit: str, expected: str) -> Fraction:
+    """A duration as an exact Fraction of nanoseconds."""
+    if bare_unit not in DURATION_UNITS_NS:
+        raise ValueError(f"bare_unit must be one of {sorted(DURATION_UNITS_NS)}")
+    number = _number_of(v)
+    if number is not None:
+        ns = number * DURATION_UNITS_NS[bare_unit]
+    elif isinstance(v, str):
+        m = _DURATION_RE.fullmatch(v.strip())
+        unit = m.group(2).lower() if m is not None else None
+        if m is None or (unit and unit not in DURATION_UNITS_NS):
+            raise BadValue(expected, show(v))
+        ns = _fraction_of(m.group(1), expected, v) * DURATION_UNITS_NS[unit or bare_unit]
+    else:
+        raise BadValue(expected, show(v))
+    if ns < 0:
+        raise BadValue(expected, show(v))
+    return ns
+
+
+def parse_duration(v: Any, bare_unit: str = "s") -> float:
+    """Parse a duration into seconds.
+
+    Units: `ns`, `us` (or `µs`), `ms`, `s`, `m` (minutes; also `min`), `h`, `d`,
+    `w`, case-insensitive, optionally separated from the number by spaces. A bare
+    number (int, float or unit-less string) is in `bare_unit` ("s", "ms", "us", …).
+    Negative durations are errors.
+    """
+    ns = _duration_fraction(v, bare_unit, _duration_expected(bare_unit))
+    return _to_float(ns / DURATION_UNITS_NS["s"], _duration_expected(bare_unit), v)
+
+
+def parse_cost_us(v: Any) -> float:
+    """Parse a CPU cost into microseconds: a bare number is µs, `1ms` → 1000.0,
+    `500ns` → 0.5."""
+    expected = "a CPU cost ≥ 0 like 2.5 (µs), 500ns or 1ms"
+    ns = _duration_fraction(v, "us", expected)
+    return _to_float(ns / DURATION_UNITS_NS["us"], expected, v)
+
+
+def parse_rate(v: Any) -> float:
+    """Parse an event rate into events per second.
+
+    Accepts a number (per second) or `N[k|m][/unit]`: `25000/s`, `25k/s`, `1.5k/s`,
+    `90000/min`, `100/ms`, `2m/h`. `k` = 10**3 and `m` = 10**6 as multipliers; the
+    unit after `/` is one of s, ms, us, m/min (minutes), h. Negative rates are errors.
+    """
+    number = _number_of(v)
+    if number is None and isinstance(v, str):
+        m = _RATE_RE.fullmatch(v.strip())
+        per = m.group(3).lower() if m is not None and m.group(3) else "s"
+        if m is None or per not in RATE_PER:
+            raise BadValue(RATE_EXPECTED, show(v))
+        mult = RATE_MULTIPLIERS[m.group(2).lower()]
+        number = _fraction_of(m.group(1), RATE_EXPECTED, v) * mult / RATE_PER[per]
+    if number is None or number < 0:
+        raise BadValue(RATE_EXPECTED, show(v))
+    return _to_float(number, RATE_EXPECTED, v)
+
+
+def parse_bool(v: Any) -> bool:
+    """Parse a boolean: YAML's true/false, Redis's yes/no, or on/off (any case)."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, str) and v.strip().lower() in _BOOL_WORDS:
+        return _BOOL_WORDS[v.strip().lower()]
+    raise BadValue(BOOL_EXPECTED, show(v))
+
+
+def _range_text(kind: str, minimum: Any, maximum: Any, *, exclusive_min: bool = False) -> str:
+    low = ">" if exclusive_min else "≥"
+    if minimum is not None and maximum is not None and not exclusive_min:
+        return f"{kind} between {minimum} and {maximum}"
+    if minimum is not None and maximum is not None:
+        return f"{kind} {low} {minimum} and ≤ {maximum}"
+    if minimum is not None:
+        return f"{kind} {low} {minimum}"
+    if maximum is not None:
+        return f"{kind} ≤ {maximum}"
+    return kind
+
+
+def parse_int(v: Any, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Parse an integer (int, integral float, or a string like `10_000`) and check
+    `minimum ≤ v ≤ maximum`."""
+    expected = _range_text("an integer", minimum, maximum)
+    number = _number_of(v)
+    if number is None and isinstance(v, str) and _INT_RE.fullmatch(v.strip()):
+        number = _fraction_of(v.strip(), expected, v)
+    if number is None or number.denominator != 1:
+        raise BadValue(expected, show(v))
+    result = int(number)
+    if (minimum is not None and result < minimum) or (maximum is not None and result > maximum):
+        raise BadValue(expected, show(v))
+    if abs(result) > MAX_INT:
+        raise BadValue(expected, f"{show(v)} (too large)")
+    return result
+
+
+def parse_float(
+    v: Any,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    exclusive_min: bool = False,
+) -> float:
+    """Parse a plain (unit-less) finite number and check its range; `exclusive_min`
+    makes the lower bound strict (`> minimum`)."""
+    expected = _range_text("a number", minimum, maximum, exclusive_min=exclusive_min)
+    number = _number_of(v)
+    if number is None and isinstance(v, str) and _FLOAT_RE.fullmatch(v.strip()):
+        number = _fraction_of(v.strip(), expected, v)
+    if number is None:
+        raise BadValue(expected, show(v))
+    result = _to_float(number, expected, v)
+    if minimum is not None and (result <= minimum if exclusive_min else result < minimum):
+        raise BadValue(expected, show(v))
+    if maximum is not None and result > maximum:
+        raise BadValue(expected, show(v))
+    return result

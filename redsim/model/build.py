@@ -1,0 +1,271 @@
+"""Turn a validated scenario into the kernel's flat arrays (a ``World``)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from redsim.model import state as S
+from redsim.model.commands import _TABLE, COMMAND_IDS, DEFAULT_COUNT
+from redsim.model.histogram import N_BUCKETS
+from redsim.model.rng import RandomStreams
+from redsim.model.trace import parse_trace
+
+US = 1e-6
+_DIST = {"fixed": S.DIST_FIXED, "exponential": S.DIST_EXPONENTIAL,
+         "uniform": S.DIST_UNIFORM, "lognormal": S.DIST_LOGNORMAL}
+_KIND = {"closed": S.KIND_CLOSED, "open": S.KIND_OPEN, "trace": S.KIND_TRACE}
+
+
+def _dist(d) -> tuple[int, float, float, float, float]:
+    return _DIST[d.kind], float(d.mean), float(d.low), float(d.high), float(d.sigma)
+
+
+def _zipf_cdf(n: int, s: float) -> np.ndarray:
+    """Cumulative Zipf(s) probabilities over ranks 1..n (key id 0 is the hottest)."""
+    w = np.arange(1, n + 1, dtype=np.float64) ** (-s)
+    cdf = np.cumsum(w)
+    cdf /= cdf[-1]
+    cdf[-1] = 1.0
+    return cdf
+
+
+def _command_table(scenario):
+    overrides = scenario.engine.cpu.commands
+    n = len(_TABLE)
+    shape = np.array([c.shape for c in _TABLE], np.int64)
+    fixed = np.array([c.fixed_us for c in _TABLE]) * US
+    per_byte = np.array([c.per_byte_us for c in _TABLE]) * US
+    per_elem = np.array([c.per_element_us for c in _TABLE]) * US
+    for name, cost in overrides.items():
+        i = COMMAND_IDS[name.upper()]
+        if cost.fixed is not None:
+            fixed[i] = cost.fixed * US
+        if cost.per_byte is not None:
+            per_byte[i] = cost.per_byte * US
+        if cost.per_element is not None:
+            per_elem[i] = cost.per_element * US
+    namelen = np.array([len(c.name) for c in _TABLE], np.int64)
+    assert len(namelen) == n
+    return shape, fixed, per_byte, per_elem, namelen
+
+
+def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
+    """Allocate and fill every array for one run.
+
+    Returns the world, the random streams that feed it, and a small dict of
+    sizes the driver needs (windows, groups' names).
+    """
+    groups = scenario.clients
+    G = len(groups)
+    cpu = scenario.engine.cpu
+
+    # --- connection slots, pools and request slots, group by group -------------
+    pool_group, pool_max, pool_base = [], [], []
+    conn_pool, conn_group = [], []
+    slot_group, slot_pool = [], []
+    traces = []
+    g_fields: dict[str, list] = {f: [] for f in S.Groups._fields}
+    mix_cmd, mix_cum, mix_keys, mix_count, mix_ttl = [], [], [], [], []
+    prof_t, prof_rate = [], []
+    zipf_parts: list[np.ndarray] = []
+    zipf_len = 0
+    tr_parts = []
+    tr_len = 0
+    max_pipeline = 1
+    for gi, grp in enumerate(groups):
+        kind = _KIND[grp.kind]
+        g_fields["kind"].append(kind)
+        g_fields["pipeline"].append(grp.pipeline)
+        max_pipeline = max(max_pipeline, grp.pipeline)
+        g_fields["processes"].append(grp.processes)
+        g_fields["pool_base"].append(len(pool_group))
+        for _ in range(grp.processes):
+            p = len(pool_group)
+            pool_group.append(gi)
+            pool_max.append(grp.pool.max_size)
+            pool_base.append(len(conn_pool))
+            conn_pool.extend([p] * grp.pool.max_size)
+            conn_group.extend([gi] * grp.pool.max_size)
+        # Request slots: one per source for closed loops; a bounded free list for
+        # arrivals (each process can hold max-size in flight + max-waiters waiting).
+        g_fields["slot_base"].append(len(slot_group))
+        recorded = kind == S.KIND_TRACE and grp.trace_timing == "recorded"
+        if kind == S.KIND_OPEN or recorded:
+            n_slots = min(grp.processes * (grp.pool.max_size + grp.pool.max_waiters), 2_000_000)
+            slot_pool.extend([-1] * n_slots)
+        else:
+            n_slots = grp.processes * grp.threads
+            for p in range(grp.processes):
+                slot_pool.extend([g_fields["pool_base"][-1] + p] * grp.threads)
+        slot_group.extend([gi] * n_slots)
+        g_fields["n_slots"].append(n_slots)
+        for prefix, d in (("think", grp.think), ("vs", grp.value_size)):
+            k, mean, lo, hi, sig = _dist(d)
+            g_fields[f"{prefix}_kind"].append(k)
+            g_fields[f"{prefix}_mean"].append(mean)
+            g_fields[f"{prefix}_low"].append(lo)
+            g_fields[f"{prefix}_high"].append(hi)
+            g_fields[f"{prefix}_sigma"].append(sig)
+        g_fields["key_size"].append(grp.key_size)
+        g_fields["keys"].append(grp.keyspace.keys)
+        if grp.keyspace.distribution == "zipf":
+            g_fields["zipf_base"].append(zipf_len)
+            part = _zipf_cdf(grp.keyspace.keys, grp.keyspace.zipf_exponent)
+            zipf_parts.append(part)
+            zipf_len += len(part)
+        else:
+            g_fields["zipf_base"].append(-1)
+        g_fields["mix_start"].append(len(mix_cmd))
+        total = sum(m.weight for m in grp.mix)
+        acc = 0.0
+        for m in grp.mix:
+            cid = COMMAND_IDS[m.command.upper()]
+            acc += m.weight / total
+            mix_cmd.append(cid)
+            mix_cum.append(acc)
+            mix_keys.append(m.keys)
+            shape = _TABLE[cid].shape
+            mix_count.append(m.count if m.count is not None else DEFAULT_COUNT.get(shape, 0))
+            mix_ttl.append(int(math.ceil(m.ttl)) if m.ttl else 0)
+        mix_cum[-1] = 1.0
+        g_fields["mix_end"].append(len(mix_cmd))
+        g_fields["prof_start"].append(len(prof_t))
+        if kind == S.KIND_OPEN:
+            if grp.profile:
+                for step in grp.profile:
+                    prof_t.append(step.at)
+                    prof_rate.append(step.rate)
+            else:
+                prof_t.append(0.0)
+                prof_rate.append(grp.rate)
+        g_fields["prof_end"].append(len(prof_t))
+        g_fields["trace_start"].append(tr_len)
+        if kind == S.KIND_TRACE:
+            tr = parse_trace(grp.trace)
+            tr_parts.append(tr)
+            tr_len += len(tr.cmd)
+        g_fields["trace_end"].append(tr_len)
+        g_fields["replay_loop"].append(1 if grp.replay == "loop" else 0)
+        g_fields["recorded"].append(1 if recorded else 0)
+        g_fields["idle_timeout"].append(grp.pool.idle_timeout)
+        g_fields["reap_interval"].append(grp.pool.reap_interval)
+        g_fields["max_waiters"].append(grp.pool.max_waiters)
+        g_fields["start"].append(grp.start)
+        g_fields["stream"].append(1 + S.STREAMS_PER_GROUP * gi)
+        g_fields["prof_pos"].append(g_fields["prof_start"][-1])
+        g_fields["trace_t0"].append(grp.start)
+        g_fields["trace_next"].append(0)
+        g_fields["free_n"].append(n_slots if (kind == S.KIND_OPEN or recorded) else 0)
+        traces.append(grp)
+
+    C = len(conn_pool)
+    R = len(slot_group)
+    P = len(pool_group)
+
+    def i64(x):
+        return np.asarray(x, np.int64)
+
+    def f64(x):
+        return np.asarray(x, np.float64)
+
+    float_fields = {"think_mean", "think_low", "think_high", "think_sigma", "vs_mean",
+                    "vs_low", "vs_high", "vs_sigma", "idle_timeout", "reap_interval",
+                    "start", "trace_t0"}
+    gp = S.Groups(**{f: (f64(v) if f in float_fields else i64(v))
+                     for f, v in g_fields.items()})
+
+    cn = S.Conns(
+        pool=i64(conn_pool), group=i64(conn_group), is_open=np.zeros(C, np.int64),
+        req=np.full(C, -1, np.int64), cmds_left=np.zeros(C, np.int64),
+        partial=np.zeros(C, np.int64), next_cmd=np.full(C, -1, np.int64),
+        next_bytes=np.zeros(C, np.int64), next_reply=np.zeros(C, np.int64),
+        next_cost=np.zeros(C), next_key=np.full(C, -1, np.int64),
+        reply_bytes=np.zeros(C, np.int64), in_pw=np.zeros(C, np.int64),
+        new=np.zeros(C, np.int64), t_arrive=np.full(C, -1.0), t_checkout=np.zeros(C),
+        t_idle=np.zeros(C),
+    )
+    free_slots = np.empty(C, np.int64)
+    for p in range(P):
+        b, m = pool_base[p], pool_max[p]
+        free_slots[b:b + m] = np.arange(b + m - 1, b - 1, -1)  # pop order: lowest slot first
+    pl = S.Pools(
+        group=i64(pool_group), max_size=i64(pool_max), n_open=np.zeros(P, np.int64),
+        lifo=i64([1 if groups[g].pool.checkout == "lifo" else 0 for g in pool_group]),
+        base=i64(pool_base), idle_head=np.zeros(P, np.int64), idle_n=np.zeros(P, np.int64),
+        free_n=i64(pool_max), wait_head=np.full(P, -1, np.int64),
+        wait_tail=np.full(P, -1, np.int64), wait_n=np.zeros(P, np.int64),
+        idle_ring=np.zeros(C, np.int64), free_slots=free_slots,
+    )
+    free_stack = np.arange(R, dtype=np.int64)[::-1].copy()
+    for g in range(G):  # each group's free list pops its lowest slot first
+        b, n = gp.slot_base[g], gp.n_slots[g]
+        free_stack[b:b + n] = np.arange(b + n - 1, b - 1, -1)
+    rq = S.Reqs(
+        group=i64(slot_group), pool=i64(slot_pool), t_issue=np.zeros(R),
+        next=np.full(R, -1, np.int64), trace_pos=np.zeros(R, np.int64),
+        active=np.ones(R, np.int64), free_stack=free_stack,
+    )
+    shape, fixed, per_byte, per_elem, namelen = _command_table(scenario)
+    if tr_parts:
+        tr = {f: np.concatenate([getattr(t, f) for t in tr_parts])
+              for f in ("cmd", "req_bytes", "reply_bytes", "elems", "value", "time")}
+    else:
+        tr = {f: np.zeros(1, np.float64 if f == "time" else np.int64)
+              for f in ("cmd", "req_bytes", "reply_bytes", "elems", "value", "time")}
+    tb = S.Tables(
+        cmd_shape=shape, cmd_fixed=fixed, cmd_per_byte=per_byte, cmd_per_elem=per_elem,
+        cmd_namelen=namelen, mix_cmd=i64(mix_cmd), mix_cum=f64(mix_cum),
+        mix_keys=i64(mix_keys), mix_count=i64(mix_count), mix_ttl=i64(mix_ttl),
+        prof_t=f64(prof_t or [0.0]), prof_rate=f64(prof_rate or [0.0]),
+        tr_cmd=tr["cmd"], tr_req_bytes=tr["req_bytes"], tr_reply_bytes=tr["reply_bytes"],
+        tr_elems=tr["elems"], tr_value=tr["value"], tr_time=tr["time"],
+        zipf_cdf=np.concatenate(zipf_parts) if zipf_parts else np.ones(1),
+    )
+    cap = R + C + 4 * G + 16
+    hp = S.Heap(t=np.zeros(cap), seq=np.zeros(cap, np.int64), kind=np.zeros(cap, np.int64),
+                id=np.zeros(cap, np.int64))
+
+    # One iteration can draw a few numbers per ready connection and per command,
+    # and one poll a few per source; a buffer twice that keeps refills between them.
+    need = 8 * (C * max_pipeline + R) + 4096
+    size = 1 << max(16, int(math.ceil(math.log2(need))))
+    streams = RandomStreams(seed, 1 + S.STREAMS_PER_GROUP * G, size)
+    rg = S.Rng(buf=streams.buf, pos=streams.pos)
+
+    dt = scenario.sample_interval
+    n_win = int(math.ceil(scenario.duration / dt - 1e-9)) + 1  # + overflow window
+    wf = np.zeros((S.N_WF, n_win))
+    for row in (S.W_P50, S.W_P90, S.W_P99, S.W_P999):
+        wf[row] = np.nan
+    rc = S.Rec(wf=wf, wi=np.zeros((S.N_WI, n_win), np.int64),
+               hist=np.zeros(N_BUCKETS, np.int64), whist=np.zeros(N_BUCKETS, np.int64))
+
+    F, I = S.new_scalars()
+    server = scenario.server
+    F[S.T_END] = scenario.duration
+    F[S.DT] = dt
+    F[S.WARMUP] = scenario.warmup
+    F[S.RTT_HALF] = scenario.network.rtt / 2.0
+    for idx, v in ((S.C_ITER, cpu.iteration), (S.C_READ, cpu.read),
+                   (S.C_READ_B, cpu.read_per_byte), (S.C_WRITE, cpu.write),
+                   (S.C_WRITE_B, cpu.write_per_byte), (S.C_ACCEPT, cpu.accept),
+                   (S.C_CLOSE, cpu.close), (S.C_CRON, cpu.cron),
+                   (S.C_CRON_CLIENT, cpu.clients_cron_per_client)):
+        F[idx] = v * US
+    hz = min(max(int(server.hz), 1), 500)
+    I[S.HZ_CONF] = hz
+    I[S.HZ] = hz
+    I[S.DYN_HZ] = 1 if server.dynamic_hz else 0
+    F[S.CRON_WHEN] = 1.0 / hz
+    F[S.T_NEXT_SNAP] = dt
+    I[S.BATCHING] = 1 if scenario.engine.reply_batching else 0
+    I[S.DIST_EXP] = 1 if cpu.distribution == "exponential" else 0
+    I[S.N_WIN] = n_win
+    I[S.MAXCLIENTS] = server.maxclients
+    I[S.PHASE] = S.PH_BEFORE_SLEEP
+
+    w = S.World(F=F, I=I, cn=cn, rq=rq, pl=pl, gp=gp, tb=tb, hp=hp, rg=rg, rc=rc,
+                ready=np.zeros(max(C, 1), np.int64), pw=np.zeros(max(C, 1), np.int64))
+    return w, streams, {"n_windows": n_win - 1, "groups": [g.name for g in groups]}

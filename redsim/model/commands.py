@@ -1,0 +1,105 @@
+"""The command table: what each Redis command costs the main thread and how big
+its request and reply are on the wire.
+
+CPU costs are in microseconds (µs) of main-thread time for the command procedure
+(`c->cmd->proc`, what `INFO commandstats` reports as `usec_per_call`), split into
+a fixed part, a part per byte of value copied, and a part per element touched
+(keys of an MGET, members returned by SMEMBERS, entries visited by SCAN).
+Socket read/parse and reply write costs are not here: they are per syscall and
+live in the engine's CPU model (`engine.cpu.read`, `engine.cpu.write`).
+
+Default sources (reference §6.2):
+- GET 1.0 µs, SET 1.4 µs: the two-parameter fit `a/P + b` to the redis-benchmark
+  E5520 rows (b ≈ 1.0 µs GET, 1.4 µs SET).
+- SADD 1.34, SCARD 0.52, HMSET/HSET 6.98 for ~10 fields, HGETALL 8.37 µs: the
+  production `INFO commandstats` in valkey-io/valkey#2322 (p50 SET 1.0 µs).
+- Per-byte 0.0002 µs/B: a memcpy at ~5 GB/s, the order of one core's copy speed.
+- Per-element parts: chosen so a 10-key MGET or 50-member SMEMBERS lands at a few
+  µs, consistent with the HGETALL figure above (≈0.15 µs per field).
+Values vary with object size and host; calibrate from `INFO commandstats`
+(reference §6.3) and override per command in the scenario's `engine.cpu.commands`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Request/reply shapes: how argc and reply size follow from a command's parameters.
+# k = keys (or members/values) per command, n = count (elements returned/visited),
+# K = key size in bytes, V = value size in bytes.
+SHAPE_KEY = 0  # CMD key -> bulk reply of V bytes (GET, LPOP, HGET)
+SHAPE_KEY_VALUE = 1  # CMD key value [EX ttl] -> +OK (SET, SETEX)
+SHAPE_KEYS_INT = 2  # CMD key*k -> :int (DEL, UNLINK, EXISTS)
+SHAPE_KEY_INT = 3  # CMD key -> :int (INCR, SCARD, DECR)
+SHAPE_MULTI_GET = 4  # CMD key*k -> array of k bulks of V (MGET)
+SHAPE_MULTI_SET = 5  # CMD (key value)*k -> +OK (MSET)
+SHAPE_KEY_MEMBERS_INT = 6  # CMD key member*k -> :int (SADD, LPUSH, RPUSH)
+SHAPE_KEY_ARRAY = 7  # CMD key -> array of n bulks of V (SMEMBERS, HGETALL, ZRANGE)
+SHAPE_SCAN = 8  # SCAN cursor COUNT n -> [cursor, array of n keys]
+SHAPE_SIMPLE = 9  # CMD -> +PONG / small status (PING)
+SHAPE_KEY_FIELD_VALUE = 10  # CMD key field value -> :int (HSET, ZADD)
+SHAPE_KEY_TTL = 11  # CMD key ttl -> :int (EXPIRE)
+SHAPE_INFO = 12  # INFO -> bulk of ~4 KB
+
+
+@dataclass(frozen=True)
+class Command:
+    """One row of the command table.
+
+    Attributes:
+        name: upper-case Redis command name.
+        shape: one of the SHAPE_* constants.
+        fixed_us: fixed main-thread CPU per call, µs.
+        per_byte_us: CPU per value byte copied, µs/B.
+        per_element_us: CPU per key/member/element touched, µs.
+        write: modifies the dataset (propagated to AOF/replicas; later issues).
+        denyoom: flagged CMD_DENYOOM in Redis (rejected with -OOM when nothing
+            can be evicted; reference §2.8).
+    """
+
+    name: str
+    shape: int
+    fixed_us: float
+    per_byte_us: float = 0.0002
+    per_element_us: float = 0.0
+    write: bool = False
+    denyoom: bool = False
+
+
+_TABLE = [
+    Command("GET", SHAPE_KEY, 1.0),
+    Command("SET", SHAPE_KEY_VALUE, 1.4, write=True, denyoom=True),
+    Command("SETEX", SHAPE_KEY_VALUE, 1.4, write=True, denyoom=True),
+    Command("DEL", SHAPE_KEYS_INT, 1.2, per_element_us=0.3, write=True),
+    Command("UNLINK", SHAPE_KEYS_INT, 1.2, per_element_us=0.3, write=True),
+    Command("EXISTS", SHAPE_KEYS_INT, 0.8, per_element_us=0.2),
+    Command("INCR", SHAPE_KEY_INT, 1.1, write=True, denyoom=True),
+    Command("DECR", SHAPE_KEY_INT, 1.1, write=True, denyoom=True),
+    Command("MGET", SHAPE_MULTI_GET, 1.0, per_element_us=0.4),
+    Command("MSET", SHAPE_MULTI_SET, 1.4, per_element_us=0.6, write=True, denyoom=True),
+    Command("SADD", SHAPE_KEY_MEMBERS_INT, 1.34, per_element_us=0.3, write=True, denyoom=True),
+    Command("SMEMBERS", SHAPE_KEY_ARRAY, 1.0, per_element_us=0.1),
+    Command("SCARD", SHAPE_KEY_INT, 0.52),
+    Command("LPUSH", SHAPE_KEY_MEMBERS_INT, 1.2, per_element_us=0.2, write=True, denyoom=True),
+    Command("RPUSH", SHAPE_KEY_MEMBERS_INT, 1.2, per_element_us=0.2, write=True, denyoom=True),
+    Command("LPOP", SHAPE_KEY, 1.0, write=True),
+    Command("RPOP", SHAPE_KEY, 1.0, write=True),
+    Command("HSET", SHAPE_KEY_FIELD_VALUE, 1.5, write=True, denyoom=True),
+    Command("HGET", SHAPE_KEY, 1.0),
+    Command("HGETALL", SHAPE_KEY_ARRAY, 1.0, per_element_us=0.15),
+    Command("ZADD", SHAPE_KEY_FIELD_VALUE, 2.0, write=True, denyoom=True),
+    Command("ZRANGE", SHAPE_KEY_ARRAY, 1.5, per_element_us=0.1),
+    Command("EXPIRE", SHAPE_KEY_TTL, 1.0, write=True),
+    Command("SCAN", SHAPE_SCAN, 2.0, per_element_us=0.2),
+    Command("PING", SHAPE_SIMPLE, 0.3),
+    Command("INFO", SHAPE_INFO, 20.0),
+]
+
+COMMANDS: dict[str, Command] = {c.name: c for c in _TABLE}
+"""All commands redsim knows, by upper-case name."""
+
+COMMAND_IDS: dict[str, int] = {c.name: i for i, c in enumerate(_TABLE)}
+"""Stable integer id of each command, as the kernel sees it."""
+
+# Default element count (n) for shapes whose reply size depends on it.
+DEFAULT_COUNT = {SHAPE_KEY_ARRAY: 10, SHAPE_SCAN: 10}

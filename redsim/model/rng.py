@@ -1,0 +1,96 @@
+"""Random streams for the kernel: per-component buffers of uniforms.
+
+Each component (the server's service-time noise, and per client group: arrivals
+or think times, command mix and keys, value sizes) has its own
+``numpy.random.Generator`` spawned from the run's ``SeedSequence``, so streams never
+overlap and adding a group does not shift another group's numbers. Generators
+cannot cross into numba cheaply, so each stream fills a row of a float64
+buffer; the kernel reads uniforms from it and transforms them itself (the same
+arithmetic compiled or not, so both give identical results). When any row is
+half used the kernel returns ``RET_REFILL`` at a safe point and Python slides
+the unread half to the front and refills the rest.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from redsim.model.jit import leaf
+from redsim.model.state import (
+    DIST_EXPONENTIAL,
+    DIST_FIXED,
+    DIST_LOGNORMAL,
+    DIST_UNIFORM,
+    RNG_LOW,
+    RNG_OVERRUN,
+)
+
+
+class RandomStreams:
+    """Owns the generators and the uniform buffers the kernel draws from."""
+
+    def __init__(self, seed: int, n_streams: int, size: int) -> None:
+        if size & (size - 1):
+            raise ValueError(f"buffer size must be a power of two, got {size}")
+        children = np.random.SeedSequence(seed).spawn(n_streams)
+        self.generators = [np.random.Generator(np.random.PCG64(c)) for c in children]
+        self.buf = np.empty((n_streams, size), np.float64)
+        self.pos = np.zeros(n_streams, np.int64)
+        for s, g in enumerate(self.generators):
+            self.buf[s] = g.random(size)
+
+    def refill(self) -> None:
+        """Move each row's unread part to the front and draw fresh numbers behind it."""
+        size = self.buf.shape[1]
+        for s, g in enumerate(self.generators):
+            p = int(self.pos[s])
+            if p == 0:
+                continue
+            rest = size - p
+            self.buf[s, :rest] = self.buf[s, p:]
+            self.buf[s, rest:] = g.random(p)
+            self.pos[s] = 0
+
+
+@leaf
+def uniform(buf, pos, I, s):
+    """Next uniform in [0, 1) from stream ``s``."""
+    p = pos[s]
+    n = buf.shape[1]
+    if p >= n:  # cannot happen if refills keep up; flagged, never silent
+        I[RNG_OVERRUN] = 1
+        p = 0
+    u = buf[s, p]
+    pos[s] = p + 1
+    if p + 1 == n // 2:
+        I[RNG_LOW] = 1
+    return u
+
+
+@leaf
+def exponential(buf, pos, I, s, mean):
+    """Exponential variate with the given mean (inverse transform)."""
+    return -mean * math.log(1.0 - uniform(buf, pos, I, s))
+
+
+@leaf
+def draw(kind, mean, low, high, sigma, buf, pos, I, s):
+    """One variate of a scenario distribution (see ``config.schema`` Dist).
+
+    Lognormal takes the arithmetic mean and the log-space sigma, so
+    mu = ln(mean) − sigma²/2; its normal comes from Box–Muller.
+    """
+    if kind == DIST_FIXED:
+        return mean
+    if kind == DIST_EXPONENTIAL:
+        return exponential(buf, pos, I, s, mean)
+    if kind == DIST_UNIFORM:
+        return low + (high - low) * uniform(buf, pos, I, s)
+    if kind == DIST_LOGNORMAL:
+        u1 = 1.0 - uniform(buf, pos, I, s)
+        u2 = uniform(buf, pos, I, s)
+        z = math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+        return math.exp(math.log(mean) - 0.5 * sigma * sigma + sigma * z)
+    return mean

@@ -1,0 +1,148 @@
+"""Flat-array state shared by the compiled main-thread kernel.
+
+Everything the kernel touches is a numpy array, so numba can compile it and the
+same code runs uncompiled with ``NUMBA_DISABLE_JIT=1``. Scalars live in two
+vectors, ``F`` (float64) and ``I`` (int64), addressed by the named indices
+below; per-entity fields are structure-of-arrays grouped in namedtuples
+(connections, request slots, pools, groups). Passing a namedtuple of arrays
+into a jitted function costs ~0.15 µs per array, measured on this machine,
+versus ~100 µs for a ``numpy.random.Generator`` or a record array — which is
+why no Generator or record array crosses the boundary.
+
+Times are seconds of simulated time; CPU costs are stored in seconds too
+(converted from the scenario's µs once, here).
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+# ---- F: float scalars -------------------------------------------------------
+(T, T_END, DT, WARMUP, RTT_HALF, CRON_WHEN,
+ C_ITER, C_READ, C_READ_B, C_WRITE, C_WRITE_B, C_ACCEPT, C_CLOSE, C_CRON, C_CRON_CLIENT,
+ T_NEXT_SNAP, LAT_SUM, T_LAST_CRON, N_F) = range(19)
+
+# ---- I: integer scalars -----------------------------------------------------
+(PHASE, HEAP_N, SEQ, CONNECTED, HZ_CONF, HZ, DYN_HZ, BATCHING, DIST_EXP,
+ STAT_COMMANDS, STAT_CONNECTIONS, REQ_ISSUED, REQ_DONE, REQ_REJECTED, EL_CYCLES,
+ RNG_LOW, RNG_OVERRUN, READY_HEAD, READY_N, PW_N, FREE_N, IN_FLIGHT, PENDING_CLOSE,
+ CUR_WIN, N_WIN, SNAP_WIN, LAT_N, MAXCLIENTS, BUSY_CONNS, WAITERS, N_I) = range(31)
+
+# Event-loop phases: where the kernel resumes.
+PH_BEFORE_SLEEP = 0
+PH_POLL = 1
+
+# Kernel return codes.
+RET_STOP = 0  # reached t_stop at an iteration boundary
+RET_REFILL = 1  # a random stream's buffer is half used: refill, then re-enter
+
+# Client-side event kinds (the event heap).
+EV_ISSUE = 0  # a closed-loop/trace source finished thinking: issue a request
+EV_OPEN_ARRIVAL = 1  # next Poisson arrival of an open-loop group
+EV_ARRIVE = 2  # a request's bytes reach the server's socket
+EV_REPLY = 3  # the last reply byte reaches the client
+EV_REAP = 4  # a group's pool reaper runs (closes idle connections)
+EV_TRACE = 5  # next recorded-time line of a trace group
+
+# Group kinds.
+KIND_CLOSED = 0
+KIND_OPEN = 1
+KIND_TRACE = 2
+
+# Distribution kinds.
+DIST_FIXED = 0
+DIST_EXPONENTIAL = 1
+DIST_UNIFORM = 2
+DIST_LOGNORMAL = 3
+
+# Windowed float series (rows of Rec.wf) and int series (rows of Rec.wi).
+(W_CPU_COMMANDS, W_CPU_READ, W_CPU_WRITE, W_CPU_ITERATION, W_CPU_CRON, W_CPU_CONNECTIONS,
+ W_IN_SYSTEM, W_IN_SERVER, W_BUSY_CONNS, W_WAITERS, W_LAT_SUM, W_LAT_MAX,
+ W_P50, W_P90, W_P99, W_P999, W_HZ, N_WF) = range(18)
+N_CPU = 6  # the first N_CPU rows of wf are CPU activities
+(WI_COMMANDS, WI_DONE, WI_ISSUED, WI_CYCLES, WI_CONNECTED, WI_IN_FLIGHT, WI_REJECTED,
+ WI_OPENED, WI_CLOSED, N_WI) = range(10)
+
+Conns = namedtuple("Conns", [
+    "pool",  # owning pool
+    "group",  # owning client group
+    "is_open",  # 1 once connected, 0 when closed / never opened
+    "req",  # request slot in flight on this connection, -1 if none
+    "cmds_left",  # commands of the request not yet read by Redis
+    "partial",  # bytes of the next command already read (a command split across reads)
+    "next_cmd",  # generated-but-unread command id, -1 if none
+    "next_bytes",  # its request bytes
+    "next_reply",  # its reply bytes
+    "next_cost",  # its execution cost, s
+    "next_key",  # its (first) key id in the group's keyspace
+    "reply_bytes",  # reply bytes queued, not yet written
+    "in_pw",  # 1 while on the clients-pending-write list
+    "new",  # 1 until Redis has done the accept work for it
+    "t_arrive",  # when the current request reached the server socket
+    "t_checkout",  # when the client took it from the pool for the current request
+    "t_idle",  # when it was last returned to the pool
+])
+
+Reqs = namedtuple("Reqs", [
+    "group", "pool",
+    "t_issue",  # when the request was issued (think end / arrival)
+    "next",  # next request in its pool's waiter list, -1 at the tail
+    "trace_pos",  # trace sources: next line to send
+    "active",  # closed/trace sources: 0 once a `replay: once` trace is done
+    "free_stack",  # open-loop/recorded-trace groups: free slots, segmented by group
+])
+
+Pools = namedtuple("Pools", [
+    "group", "max_size", "n_open", "lifo",
+    "base",  # first connection slot of this pool; slots [base, base+max_size)
+    "idle_head", "idle_n",  # idle ring over idle_ring[base:base+max_size]
+    "free_n",  # stack of never-opened/closed slots in free_slots[base:...]
+    "wait_head", "wait_tail", "wait_n",
+    "idle_ring", "free_slots",  # per-connection-slot arrays, segmented by pool
+])
+
+Groups = namedtuple("Groups", [
+    "kind", "pipeline", "processes", "pool_base", "slot_base", "n_slots",
+    "think_kind", "think_mean", "think_low", "think_high", "think_sigma",
+    "vs_kind", "vs_mean", "vs_low", "vs_high", "vs_sigma",
+    "key_size", "keys", "zipf_base",  # zipf_base: offset into Tables.zipf_cdf, -1 = uniform
+    "mix_start", "mix_end", "prof_start", "prof_end", "trace_start", "trace_end",
+    "replay_loop", "recorded", "idle_timeout", "reap_interval", "max_waiters", "start",
+    "stream",  # first of this group's random streams
+    "prof_pos",  # open loop: current profile segment
+    "trace_t0",  # recorded trace: simulated time of line 0
+    "trace_next",  # recorded trace: next line to send
+    "free_n",  # free request slots (open loop / recorded trace)
+])
+
+Tables = namedtuple("Tables", [
+    "cmd_shape", "cmd_fixed", "cmd_per_byte", "cmd_per_elem", "cmd_namelen",
+    "mix_cmd", "mix_cum", "mix_keys", "mix_count", "mix_ttl",
+    "prof_t", "prof_rate",
+    "tr_cmd", "tr_req_bytes", "tr_reply_bytes", "tr_elems", "tr_value", "tr_time",
+    "zipf_cdf",
+])
+
+Heap = namedtuple("Heap", ["t", "seq", "kind", "id"])
+Rng = namedtuple("Rng", ["buf", "pos"])
+Rec = namedtuple("Rec", ["wf", "wi", "hist", "whist"])
+
+World = namedtuple("World", [
+    "F", "I",  # scalars
+    "cn", "rq", "pl", "gp", "tb",  # connections, request slots, pools, groups, tables
+    "hp", "rg", "rc",  # event heap, random streams, recorder
+    "ready",  # ring of connections with unread request bytes (epoll's ready list)
+    "pw",  # clients_pending_write: connections with replies to write in beforeSleep
+])
+"""Everything the kernel reads or writes, passed as one nested namedtuple."""
+
+# Streams per group, in order: arrivals/think, command mix + keys, value sizes.
+STREAMS_PER_GROUP = 3
+SERVICE_STREAM = 0  # the server's own stream (service-time variability); groups follow
+
+
+def new_scalars() -> tuple[np.ndarray, np.ndarray]:
+    """Fresh F and I vectors."""
+    return np.zeros(N_F, np.float64), np.zeros(N_I, np.int64)

@@ -1,0 +1,1 @@
+"""What is recorded while the model runs (windowed series, histograms)."""

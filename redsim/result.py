@@ -1,0 +1,205 @@
+"""What a run produces: time series, latency, summary, and the run folder."""
+
+from __future__ import annotations
+
+import json
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from redsim.model import state as S
+from redsim.model.histogram import _EDGES, quantiles
+
+PERCENTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p999": 0.999}
+
+CPU_COLUMNS = {
+    "cpu_commands": S.W_CPU_COMMANDS,  # command procedures
+    "cpu_read": S.W_CPU_READ,  # read() + parsing
+    "cpu_write": S.W_CPU_WRITE,  # reply write()s
+    "cpu_iteration": S.W_CPU_ITERATION,  # epoll_wait + beforeSleep fixed work
+    "cpu_cron": S.W_CPU_CRON,  # serverCron incl. clientsCron
+    "cpu_connections": S.W_CPU_CONNECTIONS,  # accept/createClient, freeClient
+}
+
+
+@dataclass
+class Latency:
+    """Client-observed request latency (issue → last reply byte received), seconds.
+
+    ``counts`` is the whole-run histogram after warm-up over bucket ``edges``;
+    per-window percentiles are columns of the time series.
+    """
+
+    edges: np.ndarray
+    counts: np.ndarray
+    mean: float
+    max: float
+    percentiles: dict[str, float] = field(default_factory=dict)
+
+    def quantile(self, q: float) -> float:
+        """Any quantile 0 < q ≤ 1 of the post-warm-up latency, seconds."""
+        return quantiles(self.counts, [q])[0]
+
+    def table(self) -> pd.DataFrame:
+        """Non-empty buckets as a DataFrame (lower_s, upper_s, count)."""
+        nz = np.nonzero(self.counts)[0]
+        return pd.DataFrame({"lower_s": self.edges[nz], "upper_s": self.edges[nz + 1],
+                             "count": self.counts[nz]})
+
+
+@dataclass
+class Result:
+    """The outcome of ``simulate``: everything a notebook or a test needs."""
+
+    scenario: Any
+    seed: int
+    timeseries: pd.DataFrame
+    latency: Latency
+    summary: dict[str, Any]
+    provenance: dict[str, Any]
+
+    @classmethod
+    def from_world(cls, scenario, seed: int, w: S.World, info: dict, pending: int) -> Result:
+        from redsim import __version__
+        from redsim.config import scenario_hash
+
+        n = info["n_windows"]
+        dt = float(scenario.sample_interval)
+        horizon = float(scenario.duration)
+        starts = np.arange(n) * dt
+        length = np.minimum(dt, horizon - starts)
+        wf, wi = w.rc.wf[:, :n], w.rc.wi[:, :n]
+        ts = pd.DataFrame(index=pd.Index(np.minimum(starts + dt, horizon), name="time"))
+        ts["instantaneous_ops_per_sec"] = wi[S.WI_COMMANDS] / length
+        ts["total_commands_processed"] = np.cumsum(wi[S.WI_COMMANDS])
+        ts["requests_per_sec"] = wi[S.WI_DONE] / length
+        ts["offered_per_sec"] = wi[S.WI_ISSUED] / length
+        ts["rejected_per_sec"] = wi[S.WI_REJECTED] / length
+        ts["connected_clients"] = wi[S.WI_CONNECTED]
+        ts["connections_opened"] = wi[S.WI_OPENED]
+        ts["connections_closed"] = wi[S.WI_CLOSED]
+        ts["busy_connections"] = wf[S.W_BUSY_CONNS] / length
+        ts["pool_waiters"] = wf[S.W_WAITERS] / length
+        ts["queue_length"] = wf[S.W_IN_SERVER] / length
+        ts["in_system"] = wf[S.W_IN_SYSTEM] / length
+        ts["requests_in_flight"] = wi[S.WI_IN_FLIGHT]
+        busy = np.zeros(n)
+        for name, row in CPU_COLUMNS.items():
+            ts[name] = wf[row] / length
+            busy += wf[row]
+        ts["cpu_idle"] = np.clip(1.0 - busy / length, 0.0, 1.0)
+        ts["eventloop_cycles"] = wi[S.WI_CYCLES]
+        done = wi[S.WI_DONE]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ts["latency_mean"] = np.where(done > 0, wf[S.W_LAT_SUM] / done, np.nan)
+        for name, row in (("latency_p50", S.W_P50), ("latency_p90", S.W_P90),
+                          ("latency_p99", S.W_P99), ("latency_p999", S.W_P999)):
+            ts[name] = wf[row]
+        ts["latency_max"] = np.where(done > 0, wf[S.W_LAT_MAX], np.nan)
+        ts["hz"] = wf[S.W_HZ].astype(np.int64)
+
+        counts = w.rc.hist.copy()
+        lat_n = int(w.I[S.LAT_N])
+        warm = float(scenario.warmup)
+        post = starts >= warm - 1e-12
+        span = float(length[post].sum()) or 1.0
+        lat_max = float(np.nanmax(ts["latency_max"][post])) if lat_n else float("nan")
+        pct = dict(zip(PERCENTILES, quantiles(counts, list(PERCENTILES.values())), strict=True))
+        latency = Latency(edges=_EDGES, counts=counts,
+                          mean=float(w.F[S.LAT_SUM] / lat_n) if lat_n else float("nan"),
+                          max=lat_max, percentiles=pct)
+        cpu = {name: float(wf[row][post].sum() / span) for name, row in CPU_COLUMNS.items()}
+        summary: dict[str, Any] = {
+            "scenario": scenario.name,
+            "seed": seed,
+            "redis_version": scenario.redis_version,
+            "duration_s": horizon,
+            "warmup_s": warm,
+            "requests_completed": lat_n,
+            "throughput_rps": lat_n / (horizon - warm),
+            "ops_per_sec": float(wi[S.WI_COMMANDS][post].sum() / span),
+            "latency_mean_s": latency.mean,
+            **{f"latency_{k}_s": v for k, v in pct.items()},
+            "latency_max_s": lat_max,
+            "utilisation": float(sum(cpu.values())),
+            **{f"{k}_share": v for k, v in cpu.items()},
+            "mean_connected_clients": float(ts["connected_clients"][post].mean()),
+            "mean_busy_connections": float(wf[S.W_BUSY_CONNS][post].sum() / span),
+            "mean_queue_length": float(wf[S.W_IN_SERVER][post].sum() / span),
+            "mean_in_system": float(wf[S.W_IN_SYSTEM][post].sum() / span),
+            "mean_pool_waiters": float(wf[S.W_WAITERS][post].sum() / span),
+            "eventloop_cycles_per_sec": float(wi[S.WI_CYCLES][post].sum() / span),
+            "total_commands_processed": int(w.I[S.STAT_COMMANDS]),
+            "total_connections_received": int(w.I[S.STAT_CONNECTIONS]),
+            "requests_rejected": int(w.I[S.REQ_REJECTED]),
+            "requests_issued_total": int(w.I[S.REQ_ISSUED]),
+            "requests_completed_total": int(w.I[S.REQ_DONE]),
+            "requests_pending_at_end": pending,
+            "scenario_hash": scenario_hash(scenario),
+        }
+        cycles = summary["eventloop_cycles_per_sec"]
+        summary["commands_per_cycle"] = summary["ops_per_sec"] / cycles if cycles else 0.0
+        provenance = {
+            "redsim_version": __version__,
+            "seed": seed,
+            "scenario_name": scenario.name,
+            "scenario_hash": summary["scenario_hash"],
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+        }
+        try:
+            import numba
+            import simpy
+
+            provenance["numba"] = numba.__version__
+            provenance["simpy"] = simpy.__version__
+        except ImportError:  # pragma: no cover
+            pass
+        return cls(scenario, seed, ts, latency, summary, provenance)
+
+    # -- the run folder ----------------------------------------------------------
+
+    def save(self, directory: str | Path, plots: bool = True) -> Path:
+        """Write the run folder; returns its path.
+
+        Files: ``scenario.yaml`` (resolved, every default filled in),
+        ``summary.json``, ``timeseries.parquet``, ``latency_histogram.csv``,
+        ``overview.png`` and ``provenance.json``. Nothing in them depends on the
+        wall clock, so the same scenario and seed give byte-identical files.
+        """
+        import yaml
+
+        from redsim.config import resolved_dict
+
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "scenario.yaml").write_text(
+            yaml.safe_dump(resolved_dict(self.scenario), sort_keys=False))
+        (out / "summary.json").write_text(json.dumps(_jsonable(self.summary), indent=2,
+                                                     sort_keys=True) + "\n")
+        self.timeseries.to_parquet(out / "timeseries.parquet")
+        self.latency.table().to_csv(out / "latency_histogram.csv", index=False)
+        (out / "provenance.json").write_text(json.dumps(self.provenance, indent=2,
+                                                        sort_keys=True) + "\n")
+        if plots:
+            from redsim.plots import plot_overview
+
+            plot_overview(self.timeseries, out / "overview.png",
+                          title=f"{self.scenario.name} (seed {self.seed})")
+        return out
+
+
+def _jsonable(d: dict) -> dict:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, float) and not np.isfinite(v):
+            out[k] = None
+        elif isinstance(v, np.generic):
+            out[k] = v.item()
+        else:
+            out[k] = v
+    return out

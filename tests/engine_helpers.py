@@ -1,0 +1,46 @@
+"""Scenario builders shared by the engine tests."""
+
+from __future__ import annotations
+
+ZERO_OVERHEAD = {
+    "iteration": 0, "read": 0, "read-per-byte": 0, "write": 0, "write-per-byte": 0,
+    "accept": 0, "close": 0, "cron": 0, "clients-cron-per-client": 0,
+}
+
+
+def single_server(service_us: float, dist: str, *, batching: bool = False,
+                  extra_cpu: dict | None = None) -> dict:
+    """Server settings that make redsim a plain single-server queue: no per-syscall
+    or per-iteration overhead, no network delay, one command per request, each
+    costing ``service_us`` (fixed or exponential)."""
+    cpu = dict(ZERO_OVERHEAD)
+    cpu.update(extra_cpu or {})
+    cpu["distribution"] = dist
+    cpu["commands"] = {"GET": {"fixed": f"{service_us}us", "per-byte": 0}}
+    return {"engine": {"reply-batching": batching, "cpu": cpu}, "network": {"rtt": 0}}
+
+
+def open_mm1(lam: float, service_us: float, dist: str, duration: float, seed: int) -> dict:
+    """Poisson arrivals at ``lam``/s, each on its own pooled connection."""
+    sc = single_server(service_us, dist)
+    sc.update({
+        "name": f"open-{dist}-{lam:g}", "duration": duration, "warmup": 10.0, "seed": seed,
+        "sample-interval": 10.0,
+        "server": {"maxclients": 10000},
+        "clients": [{"kind": "open", "rate": lam, "processes": 1,
+                     "pool": {"max-size": 10000}, "mix": {"GET": 1}}],
+    })
+    return sc
+
+
+def closed_mva(n: int, think_s: float, service_us: float, duration: float, seed: int) -> dict:
+    """n closed-loop sources with exponential think, one connection each."""
+    sc = single_server(service_us, "exponential")
+    sc.update({
+        "name": f"closed-{n}", "duration": duration, "warmup": 10.0, "seed": seed,
+        "sample-interval": 10.0,
+        "clients": [{"kind": "closed", "processes": n, "threads": 1,
+                     "think": {"distribution": "exponential", "mean": think_s},
+                     "pool": {"max-size": 1}, "mix": {"GET": 1}}],
+    })
+    return sc
