@@ -1,0 +1,65 @@
+"""Engine speed on the reference load, next to a naive per-request SimPy model.
+
+Reference (issue #2): closed-loop sources over 10,000 connections offering
+~25K req/s, the main thread ~80 % busy, 10 simulated minutes. Prints simulated
+requests per wall second and the real-time factor (simulated s / wall s) of
+both, and their ratio. Run: ``python bench/bench_engine.py [--minutes 10]``.
+The first run also compiles the kernel (cached afterwards); a warm-up run on
+a short horizon excludes that from the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from naive_simpy import run_naive  # noqa: E402
+
+from redsim import load_scenario  # noqa: E402
+from redsim.simulation import Simulation  # noqa: E402
+
+SERVICE_US = 32.0  # per request: 25K req/s at ~80 % busy
+REFERENCE = {
+    "name": "bench-reference", "seed": 1,
+    "server": {"maxclients": 10000},
+    "network": {"rtt": "200us"},
+    "engine": {"cpu": {"commands": {"GET": {"fixed": f"{SERVICE_US - 8.0}us"}}}},
+    "clients": [{"processes": 10000, "threads": 1, "pool": {"max-size": 1},
+                 "think": {"distribution": "exponential", "mean": "400ms"},
+                 "mix": {"GET": 1}}],
+}
+
+
+def run_engine(seconds: float) -> dict:
+    sc = load_scenario(REFERENCE, overrides=[f"duration={seconds}"])
+    t0 = time.perf_counter()
+    r = Simulation(sc, progress=False).run()
+    wall = time.perf_counter() - t0
+    n = r.summary["requests_completed"]
+    return {"sim_s": seconds, "wall_s": wall, "requests": n, "rtf": seconds / wall,
+            "req_per_wall_s": n / wall, "utilisation": r.summary["utilisation"],
+            "throughput_rps": r.summary["throughput_rps"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--minutes", type=float, default=10.0)
+    ap.add_argument("--naive-seconds", type=float, default=5.0)
+    a = ap.parse_args()
+    run_engine(1.0)  # compile / load the cached kernel
+    eng = run_engine(a.minutes * 60.0)
+    naive = run_naive(10000, 0.4, SERVICE_US * 1e-6, a.naive_seconds, seed=1)
+    print(f"redsim engine : {eng['sim_s']:.0f} sim-s in {eng['wall_s']:.1f} s wall, "
+          f"RTF {eng['rtf']:.2f}, {eng['req_per_wall_s']:,.0f} req/wall-s, "
+          f"{eng['throughput_rps']:,.0f} req/s at {eng['utilisation']:.0%} busy")
+    print(f"naive SimPy   : {naive['sim_s']:.0f} sim-s in {naive['wall_s']:.1f} s wall, "
+          f"RTF {naive['rtf']:.2f}, {naive['req_per_wall_s']:,.0f} req/wall-s")
+    print(f"ratio engine/naive (RTF): {eng['rtf'] / naive['rtf']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
