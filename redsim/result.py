@@ -72,7 +72,7 @@ class Result:
         horizon = float(scenario.duration)
         starts = np.arange(n) * dt
         length = np.minimum(dt, horizon - starts)
-        wf, wi = w.rc.wf[:, :n], w.rc.wi[:, :n]
+        wf, wi = w.rc_wf[:, :n], w.rc_wi[:, :n]
         ts = pd.DataFrame(index=pd.Index(np.minimum(starts + dt, horizon), name="time"))
         ts["instantaneous_ops_per_sec"] = wi[S.WI_COMMANDS] / length
         ts["total_commands_processed"] = np.cumsum(wi[S.WI_COMMANDS])
@@ -102,7 +102,7 @@ class Result:
         ts["latency_max"] = np.where(done > 0, wf[S.W_LAT_MAX], np.nan)
         ts["hz"] = wf[S.W_HZ].astype(np.int64)
 
-        counts = w.rc.hist.copy()
+        counts = w.rc_hist.copy()
         lat_n = int(w.I[S.LAT_N])
         warm = float(scenario.warmup)
         post = starts >= warm - 1e-12

@@ -23,6 +23,7 @@ from redsim.model import state as S
 from redsim.model.build import build_world
 from redsim.model.clients import start_sources
 from redsim.model.event_loop import finish, run
+from redsim.model.world import pack
 from redsim.observe.bins import finish_windows
 
 
@@ -43,6 +44,7 @@ class Simulation:
         self.scenario = scenario
         self.seed = scenario.seed if seed is None else int(seed)
         self.world, self.streams, self.info = build_world(scenario, self.seed)
+        self.ref = pack(self.world)  # the kernel's view; self.world owns the arrays
         self.env = simpy.Environment()
         self.horizon = float(scenario.duration)
         if progress is None:
@@ -53,10 +55,10 @@ class Simulation:
     # -- SimPy processes -------------------------------------------------------
 
     def _main_thread(self):
-        w, env = self.world, self.env
+        w, ref, env = self.world, self.ref, self.env
         while True:
             t_stop = min(env.peek(), self.horizon)
-            while run(w, t_stop) == S.RET_REFILL:
+            while run(ref, t_stop) == S.RET_REFILL:
                 self.streams.refill()
             if w.I[S.RNG_OVERRUN]:
                 raise RuntimeError("random-number buffer overrun (a redsim bug): "
@@ -82,8 +84,8 @@ class Simulation:
         """Simulate the whole horizon and return a ``Result``."""
         from redsim.result import Result
 
-        w = self.world
-        start_sources(w)
+        w, ref = self.world, self.ref
+        start_sources(ref)
         if self.progress:
             from tqdm import tqdm
 
@@ -93,8 +95,8 @@ class Simulation:
             self.env.process(self._progress())
         main = self.env.process(self._main_thread())
         self.env.run(until=main)
-        pending = int(finish(w, self.horizon))
-        finish_windows(w, self.horizon)
+        pending = int(finish(ref, self.horizon))
+        finish_windows(ref, self.horizon)
         if self._bar is not None:
             self._bar.close()
         return Result.from_world(self.scenario, self.seed, w, self.info, pending)

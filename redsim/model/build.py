@@ -226,6 +226,10 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
     cap = R + C + 4 * G + 16
     hp = S.Heap(t=np.zeros(cap), seq=np.zeros(cap, np.int64), kind=np.zeros(cap, np.int64),
                 id=np.zeros(cap, np.int64))
+    lcap = max(C, 1)  # a connection has at most one arrival and one reply pending
+    ln = S.Lines(t=np.zeros((S.N_LINES, lcap)), seq=np.zeros((S.N_LINES, lcap), np.int64),
+                 id=np.zeros((S.N_LINES, lcap), np.int64), head=np.zeros(S.N_LINES, np.int64),
+                 n=np.zeros(S.N_LINES, np.int64))
 
     # One iteration can draw a few numbers per ready connection and per command,
     # and one poll a few per source; a buffer twice that keeps refills between them.
@@ -265,7 +269,12 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
     I[S.N_WIN] = n_win
     I[S.MAXCLIENTS] = server.maxclients
     I[S.PHASE] = S.PH_BEFORE_SLEEP
+    I[S.N_CONNS] = C
+    I[S.N_POOLS] = P
+    I[S.N_GROUPS] = G
+    I[S.HEAP_CAP] = cap
+    I[S.RNG_SIZE] = size
 
-    w = S.World(F=F, I=I, cn=cn, rq=rq, pl=pl, gp=gp, tb=tb, hp=hp, rg=rg, rc=rc,
-                ready=np.zeros(max(C, 1), np.int64), pw=np.zeros(max(C, 1), np.int64))
+    w = S.flatten(F, I, ready=np.zeros(max(C, 1), np.int64), pw=np.zeros(max(C, 1), np.int64),
+                  cn=cn, rq=rq, pl=pl, gp=gp, tb=tb, hp=hp, ln=ln, rg=rg, rc=rc)
     return w, streams, {"n_windows": n_win - 1, "groups": [g.name for g in groups]}

@@ -47,6 +47,7 @@ from redsim.model import heap
 from redsim.model.clients import handle_event
 from redsim.model.jit import entry, leaf, step
 from redsim.model.protocol import elements, reply_bytes, request_bytes, value_bytes_moved
+from redsim.model.ring import wrap
 from redsim.model.rng import draw, exponential, uniform
 from redsim.model.state import (
     BATCHING,
@@ -65,12 +66,13 @@ from redsim.model.state import (
     DYN_HZ,
     EL_CYCLES,
     EV_ARRIVE,
-    EV_REPLY,
-    HEAP_N,
     HZ,
     HZ_CONF,
     IN_FLIGHT,
     KIND_TRACE,
+    LINE_REPLY,
+    N_CONNS,
+    N_POOLS,
     PENDING_CLOSE,
     PH_BEFORE_SLEEP,
     PH_POLL,
@@ -99,6 +101,7 @@ from redsim.model.state import (
     WI_CYCLES,
     T,
 )
+from redsim.model.world import as_world
 from redsim.observe.bins import add_interval, count, snapshot_gauges
 
 PROTO_IOBUF_LEN = 16384  # bytes per read() (src/server.h)
@@ -118,8 +121,14 @@ def busy(w, row, cost):
 
 
 # ---- reading and executing ----------------------------------------------------
-# Kernel style: bind arrays at the top of each function, before any call (see
-# redsim/observe/bins.py for why).
+
+
+@leaf
+def value_size(w, g):
+    """Bytes of one stored value of group g (its value-size distribution)."""
+    v = draw(w, w.gp_stream[g] + 2, w.gp_vs_kind[g], w.gp_vs_mean[g], w.gp_vs_low[g],
+             w.gp_vs_high[g], w.gp_vs_sigma[g])
+    return int(v + 0.5)
 
 
 @step
@@ -130,90 +139,51 @@ def generate_command(w, c):
     nothing on the client side depends on their content, and drawing late
     keeps one stream per group in a fixed order.
     """
-    group = w.cn.group
-    req_ = w.cn.req
-    cmds_left = w.cn.cmds_left
-    next_cmd = w.cn.next_cmd
-    next_bytes = w.cn.next_bytes
-    next_reply = w.cn.next_reply
-    next_cost = w.cn.next_cost
-    next_key = w.cn.next_key
-    kinds = w.gp.kind
-    stream = w.gp.stream
-    pipeline = w.gp.pipeline
-    trace_start = w.gp.trace_start
-    key_size = w.gp.key_size
-    keys = w.gp.keys
-    zipf_base = w.gp.zipf_base
-    mix_start = w.gp.mix_start
-    mix_end = w.gp.mix_end
-    vk = w.gp.vs_kind
-    vm = w.gp.vs_mean
-    vl = w.gp.vs_low
-    vh = w.gp.vs_high
-    vsg = w.gp.vs_sigma
-    trace_pos = w.rq.trace_pos
-    cmd_shape = w.tb.cmd_shape
-    cmd_fixed = w.tb.cmd_fixed
-    cmd_per_byte = w.tb.cmd_per_byte
-    cmd_per_elem = w.tb.cmd_per_elem
-    cmd_namelen = w.tb.cmd_namelen
-    mix_cmd = w.tb.mix_cmd
-    mix_cum = w.tb.mix_cum
-    mix_keys = w.tb.mix_keys
-    mix_count = w.tb.mix_count
-    mix_ttl = w.tb.mix_ttl
-    tr_cmd = w.tb.tr_cmd
-    tr_req_bytes = w.tb.tr_req_bytes
-    tr_reply_bytes = w.tb.tr_reply_bytes
-    tr_elems = w.tb.tr_elems
-    tr_value = w.tb.tr_value
-    zipf_cdf = w.tb.zipf_cdf
-    buf = w.rg.buf
-    pos = w.rg.pos
     I = w.I
-    g = group[c]
-    s = stream[g]
-    if kinds[g] == KIND_TRACE:
-        line = trace_start[g] + trace_pos[req_[c]] + pipeline[g] - cmds_left[c]
-        cmd = tr_cmd[line]
-        shape = cmd_shape[cmd]
-        k = tr_elems[line]
+    g = w.cn_group[c]
+    s = w.gp_stream[g]
+    if w.gp_kind[g] == KIND_TRACE:
+        sent = w.gp_pipeline[g] - w.cn_cmds_left[c]  # commands of the request already read
+        line = w.gp_trace_start[g] + w.rq_trace_pos[w.cn_req[c]] + sent
+        cmd = w.tb_tr_cmd[line]
+        shape = w.tb_cmd_shape[cmd]
+        k = w.tb_tr_elems[line]
         n = k
-        req = tr_req_bytes[line]
-        rep = tr_reply_bytes[line]
-        value = tr_value[line]
+        req = w.tb_tr_req_bytes[line]
+        rep = w.tb_tr_reply_bytes[line]
+        value = w.tb_tr_value[line]
         key = -1
         if rep < 0:  # a read: the reply carries a stored value of unknown size
-            value = int(draw(vk[g], vm[g], vl[g], vh[g], vsg[g], buf, pos, I, s + 2) + 0.5)
-            rep = reply_bytes(shape, key_size[g], value, k, n)
+            value = value_size(w, g)
+            rep = reply_bytes(shape, w.gp_key_size[g], value, k, n)
     else:
-        u = uniform(buf, pos, I, s + 1)
-        j = mix_start[g]
-        while j < mix_end[g] - 1 and u >= mix_cum[j]:
+        u = uniform(w, s + 1)
+        j = w.gp_mix_start[g]
+        while j < w.gp_mix_end[g] - 1 and u >= w.tb_mix_cum[j]:
             j += 1
-        cmd = mix_cmd[j]
-        shape = cmd_shape[cmd]
-        k = mix_keys[j]
-        n = mix_count[j]
-        u = uniform(buf, pos, I, s + 1)
-        if zipf_base[g] < 0:
-            key = int(u * keys[g])
+        cmd = w.tb_mix_cmd[j]
+        shape = w.tb_cmd_shape[cmd]
+        k = w.tb_mix_keys[j]
+        n = w.tb_mix_count[j]
+        u = uniform(w, s + 1)
+        if w.gp_zipf_base[g] < 0:
+            key = int(u * w.gp_keys[g])
         else:
-            base = zipf_base[g]
-            key = _search(zipf_cdf, base, base + keys[g], u) - base
-        value = int(draw(vk[g], vm[g], vl[g], vh[g], vsg[g], buf, pos, I, s + 2) + 0.5)
-        req = request_bytes(shape, cmd_namelen[cmd], key_size[g], value, k, n, mix_ttl[j])
-        rep = reply_bytes(shape, key_size[g], value, k, n)
-    cost = (cmd_fixed[cmd] + cmd_per_byte[cmd] * value_bytes_moved(shape, value, k, n)
-            + cmd_per_elem[cmd] * elements(shape, k, n))
+            base = w.gp_zipf_base[g]
+            key = _search(w.tb_zipf_cdf, base, base + w.gp_keys[g], u) - base
+        value = value_size(w, g)
+        key_size = w.gp_key_size[g]
+        req = request_bytes(shape, w.tb_cmd_namelen[cmd], key_size, value, k, n, w.tb_mix_ttl[j])
+        rep = reply_bytes(shape, key_size, value, k, n)
+    cost = (w.tb_cmd_fixed[cmd] + w.tb_cmd_per_byte[cmd] * value_bytes_moved(shape, value, k, n)
+            + w.tb_cmd_per_elem[cmd] * elements(shape, k, n))
     if I[DIST_EXP]:
-        cost *= exponential(buf, pos, I, SERVICE_STREAM, 1.0)
-    next_cmd[c] = cmd
-    next_bytes[c] = req
-    next_reply[c] = rep
-    next_cost[c] = cost
-    next_key[c] = key
+        cost *= exponential(w, SERVICE_STREAM, 1.0)
+    w.cn_next_cmd[c] = cmd
+    w.cn_next_bytes[c] = req
+    w.cn_next_reply[c] = rep
+    w.cn_next_cost[c] = cost
+    w.cn_next_key[c] = key
 
 
 @step
@@ -231,40 +201,30 @@ def _search(cdf, lo, hi, u):
 @step
 def read_query_from_client(w, c):
     """``readQueryFromClient`` + ``processInputBuffer`` for one ready connection."""
-    new = w.cn.new
-    cmds_left = w.cn.cmds_left
-    next_cmd = w.cn.next_cmd
-    next_bytes = w.cn.next_bytes
-    next_reply = w.cn.next_reply
-    next_cost = w.cn.next_cost
-    partial = w.cn.partial
-    reply = w.cn.reply_bytes
-    in_pw = w.cn.in_pw
-    pw = w.pw
     F = w.F
     I = w.I
-    if new[c]:
+    if w.cn_new[c]:
         busy(w, W_CPU_CONNECTIONS, F[C_ACCEPT])
-        new[c] = 0
+        w.cn_new[c] = 0
     budget = PROTO_IOBUF_LEN
     nread = 0
     executed = 0
     cpu = 0.0
-    while cmds_left[c] > 0 and budget > 0:
-        if next_cmd[c] < 0:
+    while w.cn_cmds_left[c] > 0 and budget > 0:
+        if w.cn_next_cmd[c] < 0:
             generate_command(w, c)
-        need = next_bytes[c] - partial[c]
+        need = w.cn_next_bytes[c] - w.cn_partial[c]
         if need > budget:  # the command continues in the next read
-            partial[c] += budget
+            w.cn_partial[c] += budget
             nread += budget
             break
         budget -= need
         nread += need
-        partial[c] = 0
-        cpu += next_cost[c]
-        reply[c] += next_reply[c]
-        next_cmd[c] = -1
-        cmds_left[c] -= 1
+        w.cn_partial[c] = 0
+        cpu += w.cn_next_cost[c]
+        w.cn_reply_bytes[c] += w.cn_next_reply[c]
+        w.cn_next_cmd[c] = -1
+        w.cn_cmds_left[c] -= 1
         executed += 1
     busy(w, W_CPU_READ, F[C_READ] + F[C_READ_B] * nread)
     busy(w, W_CPU_COMMANDS, cpu)
@@ -272,37 +232,33 @@ def read_query_from_client(w, c):
         I[STAT_COMMANDS] += executed
         count(w, WI_COMMANDS, F[T], executed)
         if I[BATCHING]:
-            if not in_pw[c]:
-                in_pw[c] = 1
-                pw[I[PW_N]] = c
+            if not w.cn_in_pw[c]:
+                w.cn_in_pw[c] = 1
+                w.pw[I[PW_N]] = c
                 I[PW_N] += 1
         else:
-            while reply[c] > 0:
+            while w.cn_reply_bytes[c] > 0:
                 write_to_client(w, c)
-    if cmds_left[c] > 0:  # level-triggered: still readable at the next poll
+    if w.cn_cmds_left[c] > 0:  # level-triggered: still readable at the next poll
         ready_push(w, c)
 
 
 @step
 def write_to_client(w, c):
     """One ``writeToClient`` pass (≤ 64 KB); returns True when nothing is left to write."""
-    reply = w.cn.reply_bytes
-    cmds_left = w.cn.cmds_left
-    req = w.cn.req
-    t_arrive = w.cn.t_arrive
     F = w.F
-    nbytes = reply[c]
+    nbytes = w.cn_reply_bytes[c]
     if nbytes > NET_MAX_WRITES_PER_EVENT:
         nbytes = NET_MAX_WRITES_PER_EVENT
     busy(w, W_CPU_WRITE, F[C_WRITE] + F[C_WRITE_B] * nbytes)
-    reply[c] -= nbytes
-    if reply[c] > 0:
+    w.cn_reply_bytes[c] -= nbytes
+    if w.cn_reply_bytes[c] > 0:
         return False
-    if cmds_left[c] == 0 and req[c] >= 0:
+    if w.cn_cmds_left[c] == 0 and w.cn_req[c] >= 0:
         # The request's last reply byte left: it reaches the client half an RTT later.
-        add_interval(w, W_IN_SERVER, t_arrive[c], F[T])
-        t_arrive[c] = -1.0  # left the server; `finish` must not count it again
-        heap.push(w, F[T] + F[RTT_HALF], EV_REPLY, c)
+        add_interval(w, W_IN_SERVER, w.cn_t_arrive[c], F[T])
+        w.cn_t_arrive[c] = -1.0  # left the server; `finish` must not count it again
+        heap.line_push(w, LINE_REPLY, F[T] + F[RTT_HALF], c)
     return True
 
 
@@ -310,16 +266,14 @@ def write_to_client(w, c):
 def handle_clients_with_pending_writes(w):
     """beforeSleep's reply writes, in the order clients were queued."""
     I = w.I
-    pw = w.pw
-    in_pw = w.cn.in_pw
     n = I[PW_N]
     keep = 0
     for k in range(n):
-        c = pw[k]
+        c = w.pw[k]
         if write_to_client(w, c):
-            in_pw[c] = 0
+            w.cn_in_pw[c] = 0
         else:
-            pw[keep] = c
+            w.pw[keep] = c
             keep += 1
     I[PW_N] = keep
 
@@ -330,18 +284,16 @@ def handle_clients_with_pending_writes(w):
 @leaf
 def ready_push(w, c):
     I = w.I
-    ready = w.ready
-    size = ready.shape[0]
-    ready[(I[READY_HEAD] + I[READY_N]) % size] = c
+    size = I[N_CONNS]
+    w.ready[wrap(I[READY_HEAD] + I[READY_N], size)] = c
     I[READY_N] += 1
 
 
 @leaf
 def ready_pop(w):
     I = w.I
-    ready = w.ready
-    c = ready[I[READY_HEAD]]
-    I[READY_HEAD] = (I[READY_HEAD] + 1) % ready.shape[0]
+    c = w.ready[I[READY_HEAD]]
+    I[READY_HEAD] = wrap(I[READY_HEAD] + 1, I[N_CONNS])
     I[READY_N] -= 1
     return c
 
@@ -349,10 +301,9 @@ def ready_pop(w):
 @step
 def client_event(w, te, kind, ident):
     """Apply one popped heap event at client time te."""
-    t_arrive = w.cn.t_arrive
     snapshot_gauges(w, te)
     if kind == EV_ARRIVE:
-        t_arrive[ident] = te
+        w.cn_t_arrive[ident] = te
         ready_push(w, ident)
     else:
         handle_event(w, kind, ident, te)
@@ -361,12 +312,12 @@ def client_event(w, te, kind, ident):
 @step
 def advance_clients(w, t):
     """Process every client event up to and including time t (stops early to refill)."""
-    ht = w.hp.t
     I = w.I
-    while I[HEAP_N] > 0 and ht[0] <= t:
-        if I[RNG_LOW]:
+    while True:
+        where, te = heap.peek(w)
+        if te > t or I[RNG_LOW]:
             return
-        te, kind, ident = heap.pop(w)
+        te, kind, ident = heap.take(w, where)
         client_event(w, te, kind, ident)
 
 
@@ -399,13 +350,13 @@ def server_cron(w):
 
 
 @entry
-def run(w, t_stop):
+def run(world, t_stop):
     """Advance the main thread until it reaches ``t_stop`` at an iteration boundary
     (or sleeps until it). Returns RET_STOP, or RET_REFILL when random buffers need
     refilling; re-entering continues exactly where it stopped."""
+    w = as_world(world)
     F = w.F
     I = w.I
-    ht = w.hp.t
     while True:
         if I[RNG_LOW]:
             I[RNG_LOW] = 0
@@ -426,8 +377,11 @@ def run(w, t_stop):
             cron_first = F[CRON_WHEN] < t_stop
             wake = F[CRON_WHEN] if cron_first else t_stop
             woke = False
-            while I[HEAP_N] > 0 and (ht[0] < wake or (cron_first and ht[0] == wake)):
-                te, kind, ident = heap.pop(w)
+            while True:
+                where, te = heap.peek(w)
+                if not (te < wake or (cron_first and te == wake)):
+                    break
+                te, kind, ident = heap.take(w, where)
                 client_event(w, te, kind, ident)
                 if I[READY_N] > 0:
                     F[T] = te
@@ -460,27 +414,21 @@ def run(w, t_stop):
 
 
 @entry
-def finish(w, t_end):
+def finish(world, t_end):
     """Close the books at the horizon: requests still in flight count up to t_end."""
-    req = w.cn.req
-    t_checkout = w.cn.t_checkout
-    t_arrive = w.cn.t_arrive
-    t_issue = w.rq.t_issue
-    nxt = w.rq.next
-    wait_n = w.pl.wait_n
-    wait_head = w.pl.wait_head
+    w = as_world(world)
     I = w.I
-    for c in range(req.shape[0]):
-        r = req[c]
+    for c in range(I[N_CONNS]):
+        r = w.cn_req[c]
         if r >= 0:
-            add_interval(w, W_IN_SYSTEM, t_issue[r], t_end)
-            add_interval(w, W_BUSY_CONNS, t_checkout[c], t_end)
-            if t_arrive[c] >= t_checkout[c] and t_arrive[c] < t_end:
-                add_interval(w, W_IN_SERVER, t_arrive[c], t_end)
-    for p in range(wait_n.shape[0]):
-        r = wait_head[p]
-        for _ in range(wait_n[p]):
-            add_interval(w, W_IN_SYSTEM, t_issue[r], t_end)
-            add_interval(w, W_WAITERS, t_issue[r], t_end)
-            r = nxt[r]
+            add_interval(w, W_IN_SYSTEM, w.rq_t_issue[r], t_end)
+            add_interval(w, W_BUSY_CONNS, w.cn_t_checkout[c], t_end)
+            if w.cn_t_arrive[c] >= w.cn_t_checkout[c] and w.cn_t_arrive[c] < t_end:
+                add_interval(w, W_IN_SERVER, w.cn_t_arrive[c], t_end)
+    for p in range(I[N_POOLS]):
+        r = w.pl_wait_head[p]
+        for _ in range(w.pl_wait_n[p]):
+            add_interval(w, W_IN_SYSTEM, w.rq_t_issue[r], t_end)
+            add_interval(w, W_WAITERS, w.rq_t_issue[r], t_end)
+            r = w.rq_next[r]
     return I[IN_FLIGHT]

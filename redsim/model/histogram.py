@@ -49,27 +49,25 @@ _EDGES = edges()
 
 
 @entry
-def quantile(counts, edges_, q):
-    """The q-quantile (0 < q ≤ 1) of a bucket histogram, interpolated in its bucket.
-
-    Returns NaN for an empty histogram.
-    """
+def quantile(counts, edges_, n, q):
+    """The q-quantile (0 < q ≤ 1) of the n-bucket histogram ``counts``, interpolated
+    in its bucket. Returns NaN for an empty histogram."""
     total = 0
-    for c in counts:
-        total += c
+    for i in range(n):
+        total += counts[i]
     if total == 0:
         return np.nan
     rank = q * total
     cum = 0.0
-    for i in range(counts.shape[0]):
+    for i in range(n):
         c = counts[i]
         if c > 0 and cum + c >= rank:
             frac = (rank - cum) / c
             return edges_[i] + frac * (edges_[i + 1] - edges_[i])
         cum += c
-    return edges_[counts.shape[0]]
+    return edges_[n]
 
 
 def quantiles(counts: np.ndarray, qs: list[float]) -> list[float]:
     """Several quantiles of a histogram (seconds)."""
-    return [float(quantile(counts, _EDGES, q)) for q in qs]
+    return [float(quantile(counts, _EDGES, len(counts), q)) for q in qs]

@@ -25,6 +25,7 @@ from redsim.model.state import (
     DIST_UNIFORM,
     RNG_LOW,
     RNG_OVERRUN,
+    RNG_SIZE,
 )
 
 
@@ -55,14 +56,16 @@ class RandomStreams:
 
 
 @leaf
-def uniform(buf, pos, I, s):
+def uniform(w, s):
     """Next uniform in [0, 1) from stream ``s``."""
+    pos = w.rg_pos
+    I = w.I
+    n = I[RNG_SIZE]
     p = pos[s]
-    n = buf.shape[1]
     if p >= n:  # cannot happen if refills keep up; flagged, never silent
         I[RNG_OVERRUN] = 1
         p = 0
-    u = buf[s, p]
+    u = w.rg_buf[s * n + p]
     pos[s] = p + 1
     if p + 1 == n // 2:
         I[RNG_LOW] = 1
@@ -70,14 +73,14 @@ def uniform(buf, pos, I, s):
 
 
 @leaf
-def exponential(buf, pos, I, s, mean):
+def exponential(w, s, mean):
     """Exponential variate with the given mean (inverse transform)."""
-    return -mean * math.log(1.0 - uniform(buf, pos, I, s))
+    return -mean * math.log(1.0 - uniform(w, s))
 
 
 @leaf
-def draw(kind, mean, low, high, sigma, buf, pos, I, s):
-    """One variate of a scenario distribution (see ``config.schema`` Dist).
+def draw(w, s, kind, mean, low, high, sigma):
+    """One variate of a scenario distribution (see ``config.schema`` Dist) from stream s.
 
     Lognormal takes the arithmetic mean and the log-space sigma, so
     mu = ln(mean) − sigma²/2; its normal comes from Box–Muller.
@@ -85,12 +88,12 @@ def draw(kind, mean, low, high, sigma, buf, pos, I, s):
     if kind == DIST_FIXED:
         return mean
     if kind == DIST_EXPONENTIAL:
-        return exponential(buf, pos, I, s, mean)
+        return exponential(w, s, mean)
     if kind == DIST_UNIFORM:
-        return low + (high - low) * uniform(buf, pos, I, s)
+        return low + (high - low) * uniform(w, s)
     if kind == DIST_LOGNORMAL:
-        u1 = 1.0 - uniform(buf, pos, I, s)
-        u2 = uniform(buf, pos, I, s)
+        u1 = 1.0 - uniform(w, s)
+        u2 = uniform(w, s)
         z = math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
         return math.exp(math.log(mean) - 0.5 * sigma * sigma + sigma * z)
     return mean

@@ -3,11 +3,11 @@
 Everything the kernel touches is a numpy array, so numba can compile it and the
 same code runs uncompiled with ``NUMBA_DISABLE_JIT=1``. Scalars live in two
 vectors, ``F`` (float64) and ``I`` (int64), addressed by the named indices
-below; per-entity fields are structure-of-arrays grouped in namedtuples
-(connections, request slots, pools, groups). Passing a namedtuple of arrays
-into a jitted function costs ~0.15 µs per array, measured on this machine,
-versus ~100 µs for a ``numpy.random.Generator`` or a record array — which is
-why no Generator or record array crosses the boundary.
+below; per-entity fields are structure-of-arrays (connections, request
+slots, pools, groups, ...), built as one namedtuple per entity and flattened
+into the ``World`` namedtuple, whose fields the kernel reads as ``w.cn_req``
+through ``model.world``. Two-dimensional arrays are indexed flat by the
+kernel (``row * n_columns + column``).
 
 Times are seconds of simulated time; CPU costs are stored in seconds too
 (converted from the scenario's µs once, here).
@@ -28,7 +28,9 @@ import numpy as np
 (PHASE, HEAP_N, SEQ, CONNECTED, HZ_CONF, HZ, DYN_HZ, BATCHING, DIST_EXP,
  STAT_COMMANDS, STAT_CONNECTIONS, REQ_ISSUED, REQ_DONE, REQ_REJECTED, EL_CYCLES,
  RNG_LOW, RNG_OVERRUN, READY_HEAD, READY_N, PW_N, FREE_N, IN_FLIGHT, PENDING_CLOSE,
- CUR_WIN, N_WIN, SNAP_WIN, LAT_N, MAXCLIENTS, BUSY_CONNS, WAITERS, N_I) = range(31)
+ CUR_WIN, N_WIN, SNAP_WIN, LAT_N, MAXCLIENTS, BUSY_CONNS, WAITERS,
+ # sizes (the kernel indexes raw pointers, which do not know their length)
+ N_CONNS, N_POOLS, N_GROUPS, HEAP_CAP, RNG_SIZE, N_I) = range(36)
 
 # Event-loop phases: where the kernel resumes.
 PH_BEFORE_SLEEP = 0
@@ -45,6 +47,13 @@ EV_ARRIVE = 2  # a request's bytes reach the server's socket
 EV_REPLY = 3  # the last reply byte reaches the client
 EV_REAP = 4  # a group's pool reaper runs (closes idle connections)
 EV_TRACE = 5  # next recorded-time line of a trace group
+
+# Delay lines: events that happen a fixed delay after a clock that never goes
+# back are born in time order, so they queue in a FIFO ring instead of the heap.
+LINE_ARRIVE = 0  # EV_ARRIVE half an RTT after a send on an open connection
+LINE_REPLY = 1  # EV_REPLY half an RTT after the main thread wrote the last byte
+N_LINES = 2
+LINE_KIND = (EV_ARRIVE, EV_REPLY)
 
 # Group kinds.
 KIND_CLOSED = 0
@@ -126,17 +135,45 @@ Tables = namedtuple("Tables", [
 ])
 
 Heap = namedtuple("Heap", ["t", "seq", "kind", "id"])
+Lines = namedtuple("Lines", [
+    "t", "seq", "id",  # (N_LINES, capacity) rings: when, scheduling order, connection
+    "head", "n",  # per line: first entry, entries queued
+])
 Rng = namedtuple("Rng", ["buf", "pos"])
 Rec = namedtuple("Rec", ["wf", "wi", "hist", "whist"])
 
-World = namedtuple("World", [
-    "F", "I",  # scalars
-    "cn", "rq", "pl", "gp", "tb",  # connections, request slots, pools, groups, tables
-    "hp", "rg", "rc",  # event heap, random streams, recorder
-    "ready",  # ring of connections with unread request bytes (epoll's ready list)
-    "pw",  # clients_pending_write: connections with replies to write in beforeSleep
-])
-"""Everything the kernel reads or writes, passed as one nested namedtuple."""
+# The kernel sees one flat record: every field of the groups above, prefixed
+# with the group's short name (``cn_req``, ``gp_think_mean``, ``rc_wf``, ...).
+_PARTS = (("cn", Conns), ("rq", Reqs), ("pl", Pools), ("gp", Groups), ("tb", Tables),
+          ("hp", Heap), ("ln", Lines), ("rg", Rng), ("rc", Rec))
+World = namedtuple("World", ["F", "I"] + [f"{pre}_{f}" for pre, nt in _PARTS for f in nt._fields]
+                   + ["ready", "pw"])
+"""Every array the kernel reads or writes, by name.
+
+``ready`` is the ring of connections with unread request bytes (epoll's ready
+list); ``pw`` is ``clients_pending_write``. Python code holds this namedtuple;
+the kernel reaches the same arrays through a table of pointers (``model.world``).
+"""
+
+FLOAT_FIELDS = frozenset(
+    ["F", "cn_next_cost", "cn_t_arrive", "cn_t_checkout", "cn_t_idle", "rq_t_issue",
+     "gp_think_mean", "gp_think_low", "gp_think_high", "gp_think_sigma", "gp_vs_mean",
+     "gp_vs_low", "gp_vs_high", "gp_vs_sigma", "gp_idle_timeout", "gp_reap_interval",
+     "gp_start", "gp_trace_t0", "tb_cmd_fixed", "tb_cmd_per_byte", "tb_cmd_per_elem",
+     "tb_mix_cum", "tb_prof_t", "tb_prof_rate", "tb_tr_time", "tb_zipf_cdf", "hp_t", "ln_t",
+     "rg_buf", "rc_wf"])
+"""World fields holding float64; every other field holds int64."""
+
+
+def flatten(F: np.ndarray, I: np.ndarray, ready: np.ndarray, pw: np.ndarray,
+            **parts) -> World:
+    """A ``World`` from the scalars, the two lists and one namedtuple per part."""
+    fields = {"F": F, "I": I, "ready": ready, "pw": pw}
+    for pre, _nt in _PARTS:
+        for f, v in parts[pre]._asdict().items():
+            fields[f"{pre}_{f}"] = v
+    return World(**fields)
+
 
 # Streams per group, in order: arrivals/think, command mix + keys, value sizes.
 STREAMS_PER_GROUP = 3
