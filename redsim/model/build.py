@@ -51,6 +51,27 @@ def _command_table(scenario):
     return shape, fixed, per_byte, per_elem, namelen
 
 
+def _wheel_size(groups, n_slots: list[int]) -> tuple[float, int]:
+    """Bucket width (s) and bucket count of the timing wheel (``model/wheel.py``).
+
+    The width is the mean gap between wheel events the scenario implies — each
+    thinking source fires once per mean think time, an open loop at its peak
+    rate — so a bucket holds about one event; the wheel spans about four mean
+    think times (2^6 to 2^22 buckets), so few events wait in the heap.
+    """
+    rate = 0.0
+    sources = 0
+    for grp, n in zip(groups, n_slots, strict=True):
+        if grp.kind == "open":
+            rate += max([grp.rate or 0.0] + [step.rate for step in grp.profile or []])
+        elif not (grp.kind == "trace" and grp.trace_timing == "recorded"):
+            rate += n / max(float(grp.think.mean), 1e-6)
+            sources += n
+    width = min(max(1.0 / rate, 1e-7), 1.0) if rate > 0 else 1.0
+    n_buckets = 1 << int(math.ceil(math.log2(min(max(2 * sources, 64), 1 << 22))))
+    return width, n_buckets
+
+
 def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
     """Allocate and fill every array for one run.
 
@@ -226,6 +247,11 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
     cap = R + C + 4 * G + 16
     hp = S.Heap(t=np.zeros(cap), seq=np.zeros(cap, np.int64), kind=np.zeros(cap, np.int64),
                 id=np.zeros(cap, np.int64))
+    wh_width, n_buckets = _wheel_size(groups, g_fields["n_slots"])
+    wh = S.Wheel(head=np.full(n_buckets, -1, np.int64), t=np.zeros(cap),
+                 seq=np.zeros(cap, np.int64), kind=np.zeros(cap, np.int64),
+                 id=np.zeros(cap, np.int64), next=np.arange(1, cap + 1, dtype=np.int64))
+    wh.next[-1] = -1  # the free list: every entry, in order
     lcap = max(C, 1)  # a connection has at most one arrival and one reply pending
     ln = S.Lines(t=np.zeros((S.N_LINES, lcap)), seq=np.zeros((S.N_LINES, lcap), np.int64),
                  id=np.zeros((S.N_LINES, lcap), np.int64), head=np.zeros(S.N_LINES, np.int64),
@@ -274,7 +300,10 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
     I[S.N_GROUPS] = G
     I[S.HEAP_CAP] = cap
     I[S.RNG_SIZE] = size
+    I[S.WH_MASK] = n_buckets - 1
+    I[S.WH_FREE] = 0
+    F[S.WH_INV] = 1.0 / wh_width
 
     w = S.flatten(F, I, ready=np.zeros(max(C, 1), np.int64), pw=np.zeros(max(C, 1), np.int64),
-                  cn=cn, rq=rq, pl=pl, gp=gp, tb=tb, hp=hp, ln=ln, rg=rg, rc=rc)
+                  cn=cn, rq=rq, pl=pl, gp=gp, tb=tb, hp=hp, wh=wh, ln=ln, rg=rg, rc=rc)
     return w, streams, {"n_windows": n_win - 1, "groups": [g.name for g in groups]}

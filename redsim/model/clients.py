@@ -13,7 +13,7 @@ BlockingConnectionPool, Jedis/commons-pool, go-redis), and it is what makes the
 number of busy connections follow λ·R.
 
 All functions here run on client time: the kernel processes these events in
-(time, sequence) order from the event heap, independently of where the main
+(time, sequence) order from the event list (``events.py``), independently of where the main
 thread's clock is.
 """
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from redsim.model import heap
+from redsim.model import events
 from redsim.model.jit import entry, leaf, step
 from redsim.model.ring import wrap
 from redsim.model.rng import draw, exponential, uniform
@@ -134,7 +134,7 @@ def reap(w, g, te):
             w.pl_idle_head[p] = wrap(w.pl_idle_head[p] + 1, w.pl_max_size[p])
             w.pl_idle_n[p] -= 1
             close_connection(w, c, te)
-    heap.push(w, te + interval, EV_REAP, g)
+    events.push(w, te + interval, EV_REAP, g)
 
 
 # ---- requests ----------------------------------------------------------------
@@ -151,9 +151,9 @@ def send(w, c, r, t_got, t_send):
     I[BUSY_CONNS] += 1
     add_interval(w, W_WAITERS, w.rq_t_issue[r], t_got)
     if t_send == t_got:
-        heap.line_push(w, LINE_ARRIVE, t_send + F[RTT_HALF], c)
-    else:  # after a handshake: out of step with the line, so on the heap
-        heap.push(w, t_send + F[RTT_HALF], EV_ARRIVE, c)
+        events.line_push(w, LINE_ARRIVE, t_send + F[RTT_HALF], c)
+    else:  # after a handshake: out of step with the line
+        events.push(w, t_send + F[RTT_HALF], EV_ARRIVE, c)
 
 
 @step
@@ -215,7 +215,7 @@ def finish_source(w, r, te):
                 return
             nxt = 0
         w.rq_trace_pos[r] = nxt
-    heap.push(w, te + think_time(w, g), EV_ISSUE, r)
+    events.push(w, te + think_time(w, g), EV_ISSUE, r)
 
 
 @step
@@ -305,7 +305,7 @@ def open_arrival(w, g, te):
         issue(w, r, te)
     t_next = next_arrival(w, g, te)
     if t_next < math.inf:
-        heap.push(w, t_next, EV_OPEN_ARRIVAL, g)
+        events.push(w, t_next, EV_OPEN_ARRIVAL, g)
 
 
 @step
@@ -329,7 +329,8 @@ def trace_arrival(w, g, te):
         w.gp_trace_t0[g] += span + gap
         line = 0
     w.gp_trace_next[g] = line
-    heap.push(w, w.gp_trace_t0[g] + w.tb_tr_time[first + line] - w.tb_tr_time[first], EV_TRACE, g)
+    t_line = w.gp_trace_t0[g] + w.tb_tr_time[first + line] - w.tb_tr_time[first]
+    events.push(w, t_line, EV_TRACE, g)
 
 
 @step
@@ -350,7 +351,7 @@ def handle_event(w, kind, ident, te):
 
 @entry
 def start_sources(world):
-    """Put every source's first event on the heap.
+    """Put every source's first event in the event list.
 
     Closed-loop and trace sources start after one think time drawn from their
     own distribution (a population with exponential think then starts in its
@@ -366,9 +367,9 @@ def start_sources(world):
         if kind == KIND_OPEN:
             t = next_arrival(w, g, start)
             if t < math.inf:
-                heap.push(w, t, EV_OPEN_ARRIVAL, g)
+                events.push(w, t, EV_OPEN_ARRIVAL, g)
         elif kind == KIND_TRACE and w.gp_recorded[g]:
-            heap.push(w, start, EV_TRACE, g)
+            events.push(w, start, EV_TRACE, g)
         else:
             b = w.gp_slot_base[g]
             n = w.gp_n_slots[g]
@@ -378,6 +379,6 @@ def start_sources(world):
                 if kind == KIND_TRACE:
                     line = (i * lines) // n
                     w.rq_trace_pos[r] = line if line + w.gp_pipeline[g] <= lines else 0
-                heap.push(w, start + think_time(w, g), EV_ISSUE, r)
+                events.push(w, start + think_time(w, g), EV_ISSUE, r)
         if w.gp_idle_timeout[g] > 0:
-            heap.push(w, start + w.gp_reap_interval[g], EV_REAP, g)
+            events.push(w, start + w.gp_reap_interval[g], EV_REAP, g)

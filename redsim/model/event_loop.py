@@ -43,7 +43,7 @@ timer due exactly at a poll runs after that poll's file events.
 
 from __future__ import annotations
 
-from redsim.model import heap
+from redsim.model import events
 from redsim.model.clients import handle_event
 from redsim.model.jit import entry, leaf, step
 from redsim.model.protocol import elements, reply_bytes, request_bytes, value_bytes_moved
@@ -258,7 +258,7 @@ def write_to_client(w, c):
         # The request's last reply byte left: it reaches the client half an RTT later.
         add_interval(w, W_IN_SERVER, w.cn_t_arrive[c], F[T])
         w.cn_t_arrive[c] = -1.0  # left the server; `finish` must not count it again
-        heap.line_push(w, LINE_REPLY, F[T] + F[RTT_HALF], c)
+        events.line_push(w, LINE_REPLY, F[T] + F[RTT_HALF], c)
     return True
 
 
@@ -300,7 +300,7 @@ def ready_pop(w):
 
 @step
 def client_event(w, te, kind, ident):
-    """Apply one popped heap event at client time te."""
+    """Apply one client event, due at client time te."""
     snapshot_gauges(w, te)
     if kind == EV_ARRIVE:
         w.cn_t_arrive[ident] = te
@@ -314,10 +314,10 @@ def advance_clients(w, t):
     """Process every client event up to and including time t (stops early to refill)."""
     I = w.I
     while True:
-        where, te = heap.peek(w)
+        where, te = events.peek(w)
         if te > t or I[RNG_LOW]:
             return
-        te, kind, ident = heap.take(w, where)
+        te, kind, ident = events.take(w, where)
         client_event(w, te, kind, ident)
 
 
@@ -378,10 +378,10 @@ def run(world, t_stop):
             wake = F[CRON_WHEN] if cron_first else t_stop
             woke = False
             while True:
-                where, te = heap.peek(w)
+                where, te = events.peek(w)
                 if not (te < wake or (cron_first and te == wake)):
                     break
-                te, kind, ident = heap.take(w, where)
+                te, kind, ident = events.take(w, where)
                 client_event(w, te, kind, ident)
                 if I[READY_N] > 0:
                     F[T] = te

@@ -1,18 +1,44 @@
-"""The decorators every compiled kernel function uses.
+"""The decorators every compiled kernel function uses, and where their code is cached.
 
-The World namedtuple holds ~100 arrays, and a real call from a function that
-has read a field of it makes numba incref/decref every one of them (measured
-here: ~0.8 µs per call, ~20 ns when inlined). Small leaf helpers called on
-every request (`busy`, the recorder bins, the heap, random draws, the ready
-ring) therefore use ``leaf``, which inlines at numba's IR level; larger
-functions use ``step`` (a real call), which keeps compile time to about a
-minute; entry points called from Python use ``entry``. All cache their
-machine code on disk and run as plain Python under ``NUMBA_DISABLE_JIT=1``.
+``leaf`` (small helpers called on every request) inlines at numba's IR level;
+``step`` is a normal compiled call; ``entry`` marks the functions Python
+calls. All run as plain Python under ``NUMBA_DISABLE_JIT=1``.
+
+Machine code is cached on disk. numba checks a cached function against its
+own source file only, so a change in a function it calls from another module
+(or in the ``World`` layout) would silently reuse stale code; the cache
+directory is therefore keyed by a hash of every kernel source file and the
+numba version: ``$REDSIM_CACHE_DIR`` or ``~/.cache/redsim``, then
+``kernel-<hash>``. Old directories can be deleted freely.
 """
 
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import numba
 from numba import njit
+
+_PACKAGE = Path(__file__).resolve().parent.parent
+KERNEL_SOURCES = ("model", "observe")
+
+
+def kernel_cache_dir() -> Path:
+    """The on-disk cache directory for this exact kernel source."""
+    h = hashlib.sha256(numba.__version__.encode())
+    for sub in KERNEL_SOURCES:
+        for path in sorted((_PACKAGE / sub).glob("*.py")):
+            h.update(f"{sub}/{path.name}".encode())
+            h.update(path.read_bytes())
+    base = os.environ.get("REDSIM_CACHE_DIR") or Path(
+        os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "redsim"
+    return Path(base) / f"kernel-{h.hexdigest()[:16]}"
+
+
+numba.config.CACHE_DIR = str(kernel_cache_dir())
 
 leaf = njit(cache=True, inline="always")
 step = njit(cache=True)
 entry = njit(cache=True)
-kernel = step

@@ -22,7 +22,7 @@ import numpy as np
 # ---- F: float scalars -------------------------------------------------------
 (T, T_END, DT, WARMUP, RTT_HALF, CRON_WHEN,
  C_ITER, C_READ, C_READ_B, C_WRITE, C_WRITE_B, C_ACCEPT, C_CLOSE, C_CRON, C_CRON_CLIENT,
- T_NEXT_SNAP, LAT_SUM, T_LAST_CRON, N_F) = range(19)
+ T_NEXT_SNAP, LAT_SUM, T_LAST_CRON, WH_INV, N_F) = range(20)
 
 # ---- I: integer scalars -----------------------------------------------------
 (PHASE, HEAP_N, SEQ, CONNECTED, HZ_CONF, HZ, DYN_HZ, BATCHING, DIST_EXP,
@@ -30,7 +30,9 @@ import numpy as np
  RNG_LOW, RNG_OVERRUN, READY_HEAD, READY_N, PW_N, FREE_N, IN_FLIGHT, PENDING_CLOSE,
  CUR_WIN, N_WIN, SNAP_WIN, LAT_N, MAXCLIENTS, BUSY_CONNS, WAITERS,
  # sizes (the kernel indexes raw pointers, which do not know their length)
- N_CONNS, N_POOLS, N_GROUPS, HEAP_CAP, RNG_SIZE, N_I) = range(36)
+ N_CONNS, N_POOLS, N_GROUPS, HEAP_CAP, RNG_SIZE,
+ # the timing wheel (model/wheel.py)
+ WH_EPOCH, WH_N, WH_FREE, WH_MASK, N_I) = range(40)
 
 # Event-loop phases: where the kernel resumes.
 PH_BEFORE_SLEEP = 0
@@ -139,13 +141,17 @@ Lines = namedtuple("Lines", [
     "t", "seq", "id",  # (N_LINES, capacity) rings: when, scheduling order, connection
     "head", "n",  # per line: first entry, entries queued
 ])
+Wheel = namedtuple("Wheel", [
+    "head",  # per bucket: first entry, -1 if empty
+    "t", "seq", "kind", "id", "next",  # per entry; `next` also links the free list
+])
 Rng = namedtuple("Rng", ["buf", "pos"])
 Rec = namedtuple("Rec", ["wf", "wi", "hist", "whist"])
 
 # The kernel sees one flat record: every field of the groups above, prefixed
 # with the group's short name (``cn_req``, ``gp_think_mean``, ``rc_wf``, ...).
 _PARTS = (("cn", Conns), ("rq", Reqs), ("pl", Pools), ("gp", Groups), ("tb", Tables),
-          ("hp", Heap), ("ln", Lines), ("rg", Rng), ("rc", Rec))
+          ("hp", Heap), ("wh", Wheel), ("ln", Lines), ("rg", Rng), ("rc", Rec))
 World = namedtuple("World", ["F", "I"] + [f"{pre}_{f}" for pre, nt in _PARTS for f in nt._fields]
                    + ["ready", "pw"])
 """Every array the kernel reads or writes, by name.
@@ -160,17 +166,51 @@ FLOAT_FIELDS = frozenset(
      "gp_think_mean", "gp_think_low", "gp_think_high", "gp_think_sigma", "gp_vs_mean",
      "gp_vs_low", "gp_vs_high", "gp_vs_sigma", "gp_idle_timeout", "gp_reap_interval",
      "gp_start", "gp_trace_t0", "tb_cmd_fixed", "tb_cmd_per_byte", "tb_cmd_per_elem",
-     "tb_mix_cum", "tb_prof_t", "tb_prof_rate", "tb_tr_time", "tb_zipf_cdf", "hp_t", "ln_t",
+     "tb_mix_cum", "tb_prof_t", "tb_prof_rate", "tb_tr_time", "tb_zipf_cdf", "hp_t", "wh_t", "ln_t",
      "rg_buf", "rc_wf"])
 """World fields holding float64; every other field holds int64."""
 
 
+ROWS = {
+    "cn": Conns._fields,
+    "rq": ("group", "pool", "t_issue", "next", "trace_pos", "active"),
+    "pl": ("group", "max_size", "n_open", "lifo", "base", "idle_head", "idle_n", "free_n",
+           "wait_head", "wait_tail", "wait_n"),
+    "hp": Heap._fields,
+    "wh": ("t", "seq", "kind", "id", "next"),
+}
+"""Per-entity fields stored row by row (one row of 8-byte slots per entity), so
+that the fields the kernel touches for one connection, request slot, pool or
+event share cache lines. Every other field is a contiguous array."""
+
+_STRIDE = {f"{pre}_{f}": len(fields) for pre, fields in ROWS.items() for f in fields}
+
+
+def row_stride(name: str) -> int:
+    """Elements between consecutive entities' values of World field ``name``."""
+    return _STRIDE.get(name, 1)
+
+
 def flatten(F: np.ndarray, I: np.ndarray, ready: np.ndarray, pw: np.ndarray,
             **parts) -> World:
-    """A ``World`` from the scalars, the two lists and one namedtuple per part."""
+    """A ``World`` from the scalars, the two lists and one namedtuple per part.
+
+    Fields listed in ``ROWS`` are copied into one row-major table per part
+    and replaced by strided views of it (columns), int64 or float64 as before.
+    """
     fields = {"F": F, "I": I, "ready": ready, "pw": pw}
     for pre, _nt in _PARTS:
-        for f, v in parts[pre]._asdict().items():
+        values = parts[pre]._asdict()
+        row = ROWS.get(pre, ())
+        if row:
+            n = len(values[row[0]])
+            table = np.zeros((n, len(row)), np.int64)
+            for j, f in enumerate(row):
+                name = f"{pre}_{f}"
+                col = (table.view(np.float64) if name in FLOAT_FIELDS else table)[:, j]
+                col[:] = values[f]
+                values[f] = col
+        for f, v in values.items():
             fields[f"{pre}_{f}"] = v
     return World(**fields)
 
