@@ -58,8 +58,6 @@ from redsim.model.world import as_world
 from redsim.observe.bins import add_interval, count, record_latency
 
 # ---- pools -------------------------------------------------------------------
-# Kernel style: bind arrays at the top of each function, before any call (see
-# redsim/observe/bins.py for why).
 
 
 @leaf

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import math
 
-from redsim.model import wheel
+from redsim.model import heap, wheel
 from redsim.model.jit import leaf
 from redsim.model.ring import wrap
-from redsim.model.state import LINE_KIND, N_CONNS, N_LINES, SEQ, WH_EPOCH, WH_MASK
+from redsim.model.state import LINE_KIND, N_CONNS, N_LINES, SEQ
 
 
 @leaf
@@ -56,8 +56,9 @@ def line_push(w, line, t, ident):
 
 
 @leaf
-def _first(w):
-    """Where the earliest event is: a line number, N_LINES for the wheel, -1 if none."""
+def peek(w):
+    """(where, t) of the earliest pending client event: where is a line number,
+    N_LINES for the wheel (and heap), or -1 (with t = inf) when nothing is pending."""
     best = -1
     bt = math.inf
     bs = 0
@@ -70,25 +71,11 @@ def _first(w):
     for line in range(N_LINES):
         if w.ln_n[line] > 0:
             i = line * size + w.ln_head[line]
-            t = w.ln_t[i]
-            s = w.ln_seq[i]
-            if best < 0 or t < bt or (t == bt and s < bs):
+            if best < 0 or heap.before(w.ln_t[i], w.ln_seq[i], bt, bs):
                 best = line
-                bt = t
-                bs = s
-    return best
-
-
-@leaf
-def peek(w):
-    """(where, t) of the earliest pending client event: where is a line number,
-    N_LINES for the heap, or -1 (with t = inf) when nothing is pending."""
-    where = _first(w)
-    if where < 0:
-        return where, math.inf
-    if where == N_LINES:
-        return where, w.wh_t[w.wh_head[w.I[WH_EPOCH] & w.I[WH_MASK]]]
-    return where, w.ln_t[where * w.I[N_CONNS] + w.ln_head[where]]
+                bt = w.ln_t[i]
+                bs = w.ln_seq[i]
+    return best, bt
 
 
 @leaf
@@ -96,7 +83,7 @@ def take(w, where):
     """Remove the earliest pending event, found at ``where`` by ``peek``; returns
     (t, kind, id)."""
     if where == N_LINES:
-        return wheel.remove_first(w, w.wh_head[w.I[WH_EPOCH] & w.I[WH_MASK]])
+        return wheel.remove_first(w)
     size = w.I[N_CONNS]
     h = w.ln_head[where]
     w.ln_head[where] = wrap(h + 1, size)

@@ -12,8 +12,11 @@ from redsim.model.state import HEAP_CAP, HEAP_N
 
 
 @leaf
-def _less(ht, hs, a, b):
-    return ht[a] < ht[b] or (ht[a] == ht[b] and hs[a] < hs[b])
+def before(ta, sa, tb, sb):
+    """Event (ta, sa) comes before (tb, sb): earlier, or as early and scheduled first.
+
+    The one ordering of every client event queue (heap, wheel, delay lines)."""
+    return ta < tb or (ta == tb and sa < sb)
 
 
 @leaf
@@ -28,7 +31,7 @@ def push(w, t, seq, kind, ident):
     # Sift the hole up from the new leaf, then fill it.
     while n > 0:
         parent = (n - 1) >> 1
-        if t < ht[parent] or (t == ht[parent] and seq < hs[parent]):
+        if before(t, seq, ht[parent], hs[parent]):
             ht[n] = ht[parent]
             hs[n] = hs[parent]
             hk[n] = hk[parent]
@@ -58,9 +61,9 @@ def pop(w):
             c = 2 * i + 1
             if c >= n:
                 break
-            if c + 1 < n and _less(ht, hs, c + 1, c):
+            if c + 1 < n and before(ht[c + 1], hs[c + 1], ht[c], hs[c]):
                 c += 1
-            if ht[c] < t or (ht[c] == t and hs[c] < s):
+            if before(ht[c], hs[c], t, s):
                 ht[i] = ht[c]
                 hs[i] = hs[c]
                 hk[i] = hk[c]

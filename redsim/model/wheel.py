@@ -17,7 +17,7 @@ head of the first non-empty bucket from E — and the order is exactly the
 (time, sequence) order of a single heap.
 
 Sizing (``build.py``): ``width`` is the mean gap between think-time events
-expected from the scenario, and the wheel spans about four mean think times,
+expected from the scenario, and the wheel spans about two mean think times,
 so few events overflow into the heap.
 """
 
@@ -57,7 +57,7 @@ def insert(w, t, seq, kind, ident):
     b = ep & I[WH_MASK]
     prev = -1
     cur = w.wh_head[b]
-    while cur >= 0 and (w.wh_t[cur] < t or (w.wh_t[cur] == t and w.wh_seq[cur] < seq)):
+    while cur >= 0 and heap.before(w.wh_t[cur], w.wh_seq[cur], t, seq):
         prev = cur
         cur = nxt[cur]
     nxt[x] = cur
@@ -102,10 +102,11 @@ def first(w):
 
 
 @leaf
-def remove_first(w, x):
-    """Take entry x, which ``first`` returned, out of the wheel; returns (t, kind, id)."""
+def remove_first(w):
+    """Take the entry ``first`` returned out of the wheel; returns (t, kind, id)."""
     I = w.I
     b = I[WH_EPOCH] & I[WH_MASK]
+    x = w.wh_head[b]
     w.wh_head[b] = w.wh_next[x]
     w.wh_next[x] = I[WH_FREE]
     I[WH_FREE] = x

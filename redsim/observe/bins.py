@@ -11,7 +11,7 @@ it is dropped from the results.
 from __future__ import annotations
 
 from redsim.model.histogram import _EDGES, N_BUCKETS, bucket, quantile
-from redsim.model.jit import leaf, step
+from redsim.model.jit import entry, leaf, step
 from redsim.model.state import (
     CONNECTED,
     CUR_WIN,
@@ -53,6 +53,12 @@ def window(F, I, t):
 
 
 @leaf
+def cell(I, row, k):
+    """Flat index of (series ``row``, window ``k``) in ``rc_wf`` / ``rc_wi``."""
+    return row * I[N_WIN] + k
+
+
+@leaf
 def add_interval(w, row, t0, t1):
     """Add the overlap of [t0, t1) with each window to series ``row`` (seconds)."""
     F = w.F
@@ -65,9 +71,9 @@ def add_interval(w, row, t0, t1):
     while True:
         k_end = (k + 1) * dt
         if t1 <= k_end or k == last:
-            w.rc_wf[row * I[N_WIN] + k] += t1 - t0
+            w.rc_wf[cell(I, row, k)] += t1 - t0
             return
-        w.rc_wf[row * I[N_WIN] + k] += k_end - t0
+        w.rc_wf[cell(I, row, k)] += k_end - t0
         t0 = k_end
         k += 1
 
@@ -77,18 +83,18 @@ def count(w, row, t, n):
     """Add n events at time t to integer series ``row``."""
     F = w.F
     I = w.I
-    w.rc_wi[row * I[N_WIN] + window(F, I, t)] += n
+    w.rc_wi[cell(I, row, window(F, I, t))] += n
 
 
 @step
 def _close_window(w, k):
     """Window k's latency percentiles from its histogram, which then starts afresh."""
-    n = w.I[N_WIN]
+    I = w.I
     wh = w.rc_whist
-    w.rc_wf[W_P50 * n + k] = quantile(wh, EDGES, N_BUCKETS, 0.5)
-    w.rc_wf[W_P90 * n + k] = quantile(wh, EDGES, N_BUCKETS, 0.9)
-    w.rc_wf[W_P99 * n + k] = quantile(wh, EDGES, N_BUCKETS, 0.99)
-    w.rc_wf[W_P999 * n + k] = quantile(wh, EDGES, N_BUCKETS, 0.999)
+    w.rc_wf[cell(I, W_P50, k)] = quantile(wh, EDGES, N_BUCKETS, 0.5)
+    w.rc_wf[cell(I, W_P90, k)] = quantile(wh, EDGES, N_BUCKETS, 0.9)
+    w.rc_wf[cell(I, W_P99, k)] = quantile(wh, EDGES, N_BUCKETS, 0.99)
+    w.rc_wf[cell(I, W_P999, k)] = quantile(wh, EDGES, N_BUCKETS, 0.999)
     for b in range(N_BUCKETS):
         wh[b] = 0
 
@@ -104,10 +110,10 @@ def record_latency(w, te, lat):
         I[CUR_WIN] = k
     b = bucket(lat)
     w.rc_whist[b] += 1
-    w.rc_wi[WI_DONE * I[N_WIN] + k] += 1
-    w.rc_wf[W_LAT_SUM * I[N_WIN] + k] += lat
-    if lat > w.rc_wf[W_LAT_MAX * I[N_WIN] + k]:
-        w.rc_wf[W_LAT_MAX * I[N_WIN] + k] = lat
+    w.rc_wi[cell(I, WI_DONE, k)] += 1
+    w.rc_wf[cell(I, W_LAT_SUM, k)] += lat
+    if lat > w.rc_wf[cell(I, W_LAT_MAX, k)]:
+        w.rc_wf[cell(I, W_LAT_MAX, k)] = lat
     if te >= F[WARMUP]:
         w.rc_hist[b] += 1
         F[LAT_SUM] += lat
@@ -121,14 +127,14 @@ def snapshot_gauges(w, te):
     I = w.I
     while te >= F[T_NEXT_SNAP] and I[SNAP_WIN] < I[N_WIN] - 1:
         k = I[SNAP_WIN]
-        w.rc_wi[WI_CONNECTED * I[N_WIN] + k] = I[CONNECTED]
-        w.rc_wi[WI_IN_FLIGHT * I[N_WIN] + k] = I[IN_FLIGHT]
-        w.rc_wf[W_HZ * I[N_WIN] + k] = I[HZ]
+        w.rc_wi[cell(I, WI_CONNECTED, k)] = I[CONNECTED]
+        w.rc_wi[cell(I, WI_IN_FLIGHT, k)] = I[IN_FLIGHT]
+        w.rc_wf[cell(I, W_HZ, k)] = I[HZ]
         I[SNAP_WIN] = k + 1
         F[T_NEXT_SNAP] += F[DT]
 
 
-@step
+@entry
 def finish_windows(world, t_end):
     """Close the open latency window and snapshot the remaining gauges."""
     w = as_world(world)
