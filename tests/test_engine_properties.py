@@ -9,10 +9,12 @@ import sys
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from redsim import load_scenario, simulate
+from tests.engine_helpers import ZERO_OVERHEAD
 
 CPU_COLS = ["cpu_commands", "cpu_read", "cpu_write", "cpu_iteration", "cpu_cron",
             "cpu_connections"]
@@ -43,6 +45,7 @@ def small_scenarios(draw):
         group["rate"] = draw(st.sampled_from([200, 2000, 20000]))
     return {
         "name": "prop", "duration": 0.4, "sample-interval": 0.05,
+        "redis-version": draw(st.sampled_from(["6.2", "7.2"])),
         "seed": draw(st.integers(0, 1000)),
         "network": {"rtt": draw(st.sampled_from([0, 0.0002]))},
         "engine": {"reply-batching": draw(st.booleans())},
@@ -94,17 +97,38 @@ def test_same_seed_gives_identical_results():
 _SMALL = {"name": "tiny", "duration": 0.05, "sample-interval": 0.01, "seed": 3,
           "clients": [{"processes": 2, "threads": 3,
                        "think": {"distribution": "exponential", "mean": 0.001},
-                       "pool": {"max-size": 2}, "mix": {"GET": 1, "SET": 1}}]}
+                       "pool": {"max-size": 2}, "mix": {"GET": 1, "SET": 1}, "pipeline": 2,
+                       # some values over 32 KB: big-argument reads, multi-buffer replies
+                       "value-size": {"distribution": "uniform", "min": 10, "max": 60000}}]}
 
 
-def test_compiled_and_uncompiled_kernels_agree():
-    compiled = simulate(load_scenario(_SMALL)).summary
+@pytest.mark.parametrize("version", ["6.2", "7.2"])
+def test_compiled_and_uncompiled_kernels_agree(version):
+    sc = dict(_SMALL, **{"redis-version": version})
+    compiled = simulate(load_scenario(sc)).summary
     code = ("import json, sys; from redsim import load_scenario, simulate; "
             "sc = json.loads(sys.argv[1]); "
             "print(json.dumps(simulate(load_scenario(sc)).summary))")
     env = dict(os.environ, NUMBA_DISABLE_JIT="1")
-    out = subprocess.run([sys.executable, "-c", code, json.dumps(_SMALL)], env=env,
+    out = subprocess.run([sys.executable, "-c", code, json.dumps(sc)], env=env,
                          capture_output=True, text=True, check=True, timeout=600)
     uncompiled = json.loads(out.stdout.strip().splitlines()[-1])
     assert compiled["requests_completed"] > 50
     assert json.loads(json.dumps(compiled)) == uncompiled
+
+
+def test_refused_sources_back_off_instead_of_retrying_at_one_instant():
+    # Regression: with zero think time a refused source used to retry at the same
+    # instant forever. Three threads share a one-connection pool that lets one
+    # request wait; each GET takes 100 µs (no other cost, no network delay).
+    # T1 and T2 take turns on the connection (a reply hands it to the waiter, whose
+    # partner then waits), so requests finish every 100 µs: 95 by 9.55 ms. T3 finds
+    # the wait queue full at 0, 1, ..., 9 ms (retry-backoff 1 ms): 10 refusals.
+    sc = {"name": "refused", "duration": "9.55ms", "sample-interval": "9.55ms",
+          "network": {"rtt": 0},
+          "engine": {"cpu": dict(ZERO_OVERHEAD, commands={"GET": {"fixed": "100us"}})},
+          "clients": [{"threads": 3, "think": 0, "mix": {"GET": 1},
+                       "pool": {"max-size": 1, "max-waiters": 1, "retry-backoff": "1ms"}}]}
+    s = simulate(load_scenario(sc)).summary
+    assert s["requests_rejected"] == 10
+    assert s["requests_completed"] == 95

@@ -599,6 +599,10 @@ class Pool(_Model):
     """How often idle connections are checked, s."""
     max_waiters: PositiveInt = 100000
     """Requests that may wait for a connection, requests."""
+    retry_backoff: PositiveSeconds = 0.001
+    """After its request is refused (wait queue full), a closed-loop or trace
+    source waits this long on top of its think time, s. Above zero so that a
+    source with zero think time cannot retry forever at one instant."""
 
 
 class MixEntry(_Model):

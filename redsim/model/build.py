@@ -174,6 +174,7 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
         g_fields["idle_timeout"].append(grp.pool.idle_timeout)
         g_fields["reap_interval"].append(grp.pool.reap_interval)
         g_fields["max_waiters"].append(grp.pool.max_waiters)
+        g_fields["retry_backoff"].append(grp.pool.retry_backoff)
         g_fields["start"].append(grp.start)
         g_fields["stream"].append(1 + S.STREAMS_PER_GROUP * gi)
         g_fields["prof_pos"].append(g_fields["prof_start"][-1])
@@ -194,7 +195,7 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
 
     float_fields = {"think_mean", "think_low", "think_high", "think_sigma", "vs_mean",
                     "vs_low", "vs_high", "vs_sigma", "idle_timeout", "reap_interval",
-                    "start", "trace_t0"}
+                    "retry_backoff", "start", "trace_t0"}
     gp = S.Groups(**{f: (f64(v) if f in float_fields else i64(v))
                      for f, v in g_fields.items()})
 
@@ -204,7 +205,10 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
         partial=np.zeros(C, np.int64), next_cmd=np.full(C, -1, np.int64),
         next_bytes=np.zeros(C, np.int64), next_reply=np.zeros(C, np.int64),
         next_cost=np.zeros(C), next_key=np.full(C, -1, np.int64),
-        reply_bytes=np.zeros(C, np.int64), in_pw=np.zeros(C, np.int64),
+        big_first=np.zeros(C, np.int64), big_period=np.zeros(C, np.int64),
+        big_n=np.zeros(C, np.int64), big_len=np.zeros(C, np.int64),
+        reply_bytes=np.zeros(C, np.int64), reply_nodes=np.zeros(C, np.int64),
+        tail_room=np.zeros(C, np.int64), in_pw=np.zeros(C, np.int64),
         new=np.zeros(C, np.int64), t_arrive=np.full(C, -1.0), t_checkout=np.zeros(C),
         t_idle=np.zeros(C),
     )
@@ -232,10 +236,11 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
     shape, fixed, per_byte, per_elem, namelen = _command_table(scenario)
     if tr_parts:
         tr = {f: np.concatenate([getattr(t, f) for t in tr_parts])
-              for f in ("cmd", "req_bytes", "reply_bytes", "elems", "value", "time")}
+              for f in ("cmd", "req_bytes", "reply_bytes", "elems", "value", "time", "big")}
     else:
         tr = {f: np.zeros(1, np.float64 if f == "time" else np.int64)
               for f in ("cmd", "req_bytes", "reply_bytes", "elems", "value", "time")}
+        tr["big"] = np.zeros((1, 4), np.int64)
     tb = S.Tables(
         cmd_shape=shape, cmd_fixed=fixed, cmd_per_byte=per_byte, cmd_per_elem=per_elem,
         cmd_namelen=namelen, mix_cmd=i64(mix_cmd), mix_cum=f64(mix_cum),
@@ -243,6 +248,8 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
         prof_t=f64(prof_t or [0.0]), prof_rate=f64(prof_rate or [0.0]),
         tr_cmd=tr["cmd"], tr_req_bytes=tr["req_bytes"], tr_reply_bytes=tr["reply_bytes"],
         tr_elems=tr["elems"], tr_value=tr["value"], tr_time=tr["time"],
+        **{f"tr_big_{f}": tr["big"][:, j].copy()
+           for j, f in enumerate(("first", "period", "n", "len"))},
         zipf_cdf=np.concatenate(zipf_parts) if zipf_parts else np.ones(1),
     )
     cap = R + C + 4 * G + 16
@@ -292,6 +299,7 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
     F[S.CRON_WHEN] = 1.0 / hz
     F[S.T_NEXT_SNAP] = dt
     I[S.BATCHING] = 1 if scenario.engine.reply_batching else 0
+    I[S.REDIS_62] = 1 if scenario.redis_version == "6.2" else 0
     I[S.DIST_EXP] = 1 if cpu.distribution == "exponential" else 0
     I[S.N_WIN] = n_win
     I[S.MAXCLIENTS] = server.maxclients

@@ -185,7 +185,7 @@ def issue(w, r, te):
         I[IN_FLIGHT] -= 1
         I[REQ_REJECTED] += 1
         count(w, WI_REJECTED, te, 1)
-        finish_source(w, r, te)
+        finish_source(w, r, te + w.gp_retry_backoff[w.rq_group[r]])
 
 
 @leaf

@@ -12,7 +12,9 @@ One iteration, as in ``src/ae.c`` and ``src/server.c`` (reference §1.1–1.2):
 3. File events, in the order the connections became ready (epoll's ready
    list is FIFO): one ``read()`` of at most ``PROTO_IOBUF_LEN`` = 16 KB per
    connection, then every complete command in it is executed back-to-back
-   (``processInputBuffer``); replies are queued, not written.
+   (``processInputBuffer``); replies are queued, not written. Inside a big
+   bulk argument (≥ ``PROTO_MBULK_BIG_ARG`` = 32 KB) the read stops at the
+   argument's end, and 7.x reads all of the rest at once (§1.3).
 4. Time events: ``serverCron`` if due. Its next run is ``1000/hz`` ms after
    it *returns* (ae reschedules from the callback's end), with ``dynamic-hz``
    doubling hz while clients/hz > 200.
@@ -23,6 +25,12 @@ due timer — Redis's own batching, which this model keeps rather than
 approximates. With ``reply-batching: false`` each read's replies are written
 at once instead (the plain single-server queue used for theory checks).
 
+``redis-version: "6.2"`` changes three things (reference §0, §1.1, §1.3, §1.5):
+reads inside a big argument stay ≤ 16 KB; each reply buffer (``c->buf``, then
+16 KB list nodes) costs one ``write()`` instead of one ``writev`` per pass; and
+the poll timeout is computed before ``beforeSleep``, so a sleeping thread
+wakes for its timer late by that beforeSleep's length.
+
 Deviations, each small and documented:
 - ``serverCron`` is an ae time event here, inside the kernel, as in ae.c;
   concurrent actors (client pools, and in later issues the bio/fsync threads
@@ -30,10 +38,13 @@ Deviations, each small and documented:
 - Accepting a connection (``acceptTcpHandler`` + ``createClient``) is charged
   at its first read rather than as a separate listening-socket event; freeing
   a client closed by its pool is charged at the next iteration's file events.
-- A reply longer than 64 KB is written 64 KB per beforeSleep rather than
-  continued from the writable handler in the same iteration.
-- A request larger than 16 KB takes one read per 16 KB (7.x can read a big
-  bulk argument in one go; issue 3 refines query buffers).
+- A reply pass writes exactly 64 KB and leaves the rest to the next
+  beforeSleep. Redis writes whole buffers until it has passed 64 KB (up to
+  ~78 KB with 16 KB nodes, or all of a big reply's node), then continues from
+  the writable handler in the same iteration if the socket takes more.
+- 7.x's greedy read once the query buffer holds ≥ 16 KB is not modelled:
+  with RESP requests the buffer holds only the unparsed part of the current
+  argument, which passes 16 KB only inside a big argument (read exactly).
 
 The tie-break rule at equal instants: client events (arrivals, replies,
 pool operations) at time t are processed before the poll at t, in the order
@@ -46,7 +57,13 @@ from __future__ import annotations
 from redsim.model import events
 from redsim.model.clients import handle_event
 from redsim.model.jit import entry, leaf, step
-from redsim.model.protocol import elements, reply_bytes, request_bytes, value_bytes_moved
+from redsim.model.protocol import (
+    big_args,
+    elements,
+    reply_bytes,
+    request_bytes,
+    value_bytes_moved,
+)
 from redsim.model.ring import wrap
 from redsim.model.rng import draw, exponential, uniform
 from redsim.model.state import (
@@ -77,9 +94,11 @@ from redsim.model.state import (
     PH_BEFORE_SLEEP,
     PH_POLL,
     PHASE,
+    POLL_WAKE,
     PW_N,
     READY_HEAD,
     READY_N,
+    REDIS_62,
     RET_REFILL,
     RET_STOP,
     RNG_LOW,
@@ -105,6 +124,8 @@ from redsim.model.world import as_world
 from redsim.observe.bins import add_interval, count, snapshot_gauges
 
 PROTO_IOBUF_LEN = 16384  # bytes per read() (src/server.h)
+PROTO_REPLY_CHUNK_BYTES = 16384  # c->buf, and the least a new reply node holds (src/server.h)
+REPLY_NODE_USABLE = 20464  # a 16 KB node's room: jemalloc class 20 480 minus its 16 B header
 NET_MAX_WRITES_PER_EVENT = 65536  # bytes per client per write pass (src/networking.c)
 MAX_CLIENTS_PER_CLOCK_TICK = 200  # dynamic-hz threshold (src/server.h)
 CONFIG_MAX_HZ = 500
@@ -153,6 +174,10 @@ def generate_command(w, c):
         rep = w.tb_tr_reply_bytes[line]
         value = w.tb_tr_value[line]
         key = -1
+        big_first = w.tb_tr_big_first[line]
+        big_period = w.tb_tr_big_period[line]
+        big_n = w.tb_tr_big_n[line]
+        big_len = w.tb_tr_big_len[line]
         if rep < 0:  # a read: the reply carries a stored value of unknown size
             value = value_size(w, g)
             rep = reply_bytes(shape, w.gp_key_size[g], value, k, n)
@@ -173,8 +198,11 @@ def generate_command(w, c):
             key = _search(w.tb_zipf_cdf, base, base + w.gp_keys[g], u) - base
         value = value_size(w, g)
         key_size = w.gp_key_size[g]
-        req = request_bytes(shape, w.tb_cmd_namelen[cmd], key_size, value, k, n, w.tb_mix_ttl[j])
+        namelen = w.tb_cmd_namelen[cmd]
+        ttl = w.tb_mix_ttl[j]
+        req = request_bytes(shape, namelen, key_size, value, k, n, ttl)
         rep = reply_bytes(shape, key_size, value, k, n)
+        big_first, big_period, big_n, big_len = big_args(shape, namelen, key_size, value, k, ttl)
     cost = (w.tb_cmd_fixed[cmd] + w.tb_cmd_per_byte[cmd] * value_bytes_moved(shape, value, k, n)
             + w.tb_cmd_per_elem[cmd] * elements(shape, k, n))
     if I[DIST_EXP]:
@@ -184,6 +212,10 @@ def generate_command(w, c):
     w.cn_next_reply[c] = rep
     w.cn_next_cost[c] = cost
     w.cn_next_key[c] = key
+    w.cn_big_first[c] = big_first
+    w.cn_big_period[c] = big_period
+    w.cn_big_n[c] = big_n
+    w.cn_big_len[c] = big_len
 
 
 @step
@@ -198,6 +230,51 @@ def _search(cdf, lo, hi, u):
     return lo
 
 
+@leaf
+def read_length(w, c):
+    """Bytes ``readQueryFromClient`` asks ``read()`` for on connection c.
+
+    ``PROTO_IOBUF_LEN``, unless the parser already knows it is inside a big
+    bulk argument (its ``$<len>`` line was read): then exactly the bytes left
+    of that argument, so the read stops at its end — 6.2 never asks for more
+    than 16 KB, 7.x reads the whole rest in one go.
+    """
+    readlen = PROTO_IOBUF_LEN
+    pos = w.cn_partial[c]
+    n = w.cn_big_n[c]
+    if pos > 0 and n > 0 and pos >= w.cn_big_first[c]:
+        first = w.cn_big_first[c]
+        period = w.cn_big_period[c]
+        k = 0
+        if period > 0:
+            k = min((pos - first) // period, n - 1)
+        end = first + k * period + w.cn_big_len[c]
+        if pos < end:
+            remaining = end - pos
+            if remaining < readlen or not w.I[REDIS_62]:
+                readlen = remaining
+    return readlen
+
+
+@leaf
+def add_reply_62(w, c, nbytes):
+    """Lay ``nbytes`` of reply into ``c->buf`` and 16 KB reply nodes (6.2 counts
+    one ``write()`` per buffer). Bytes fill the last buffer and spill into a new
+    node of at least ``PROTO_REPLY_CHUNK_BYTES``; 6.2 moves a reply that does not
+    fit ``c->buf`` whole to a node instead, which changes the count by at most one."""
+    room = w.cn_tail_room[c]
+    if w.cn_reply_nodes[c] == 0:
+        w.cn_reply_nodes[c] = 1
+        room = PROTO_REPLY_CHUNK_BYTES
+    if nbytes > room:
+        rest = nbytes - room
+        w.cn_reply_nodes[c] += 1
+        room = REPLY_NODE_USABLE - rest if rest < REPLY_NODE_USABLE else 0
+    else:
+        room -= nbytes
+    w.cn_tail_room[c] = room
+
+
 @step
 def read_query_from_client(w, c):
     """``readQueryFromClient`` + ``processInputBuffer`` for one ready connection."""
@@ -206,7 +283,7 @@ def read_query_from_client(w, c):
     if w.cn_new[c]:
         busy(w, W_CPU_CONNECTIONS, F[C_ACCEPT])
         w.cn_new[c] = 0
-    budget = PROTO_IOBUF_LEN
+    budget = read_length(w, c)
     nread = 0
     executed = 0
     cpu = 0.0
@@ -223,6 +300,8 @@ def read_query_from_client(w, c):
         w.cn_partial[c] = 0
         cpu += w.cn_next_cost[c]
         w.cn_reply_bytes[c] += w.cn_next_reply[c]
+        if I[REDIS_62]:
+            add_reply_62(w, c, w.cn_next_reply[c])
         w.cn_next_cmd[c] = -1
         w.cn_cmds_left[c] -= 1
         executed += 1
@@ -243,14 +322,33 @@ def read_query_from_client(w, c):
         ready_push(w, c)
 
 
+@leaf
+def writes_62(w, c, nbytes):
+    """``write()`` calls 6.2 makes to send ``nbytes`` of connection c's pending
+    reply, one per buffer; a pass that stops part-way is charged the buffers it
+    spans in proportion to their bytes."""
+    pending = w.cn_reply_bytes[c]
+    nodes = w.cn_reply_nodes[c]
+    if nbytes == pending:
+        w.cn_reply_nodes[c] = 0
+        return nodes
+    calls = (nbytes * nodes + pending - 1) // pending
+    w.cn_reply_nodes[c] = max(nodes - calls, 1)
+    return calls
+
+
 @step
 def write_to_client(w, c):
-    """One ``writeToClient`` pass (≤ 64 KB); returns True when nothing is left to write."""
+    """One ``writeToClient`` pass (≤ 64 KB); returns True when nothing is left to write.
+
+    7.x gathers the buffers into one ``writev``; 6.2 makes one ``write`` per buffer.
+    """
     F = w.F
     nbytes = w.cn_reply_bytes[c]
     if nbytes > NET_MAX_WRITES_PER_EVENT:
         nbytes = NET_MAX_WRITES_PER_EVENT
-    busy(w, W_CPU_WRITE, F[C_WRITE] + F[C_WRITE_B] * nbytes)
+    calls = writes_62(w, c, nbytes) if w.I[REDIS_62] else 1
+    busy(w, W_CPU_WRITE, F[C_WRITE] * calls + F[C_WRITE_B] * nbytes)
     w.cn_reply_bytes[c] -= nbytes
     if w.cn_reply_bytes[c] > 0:
         return False
@@ -364,18 +462,24 @@ def run(world, t_stop):
         if I[PHASE] == PH_BEFORE_SLEEP:
             if F[T] >= t_stop:
                 return RET_STOP
+            t_iter = F[T]
             busy(w, W_CPU_ITERATION, F[C_ITER])
             handle_clients_with_pending_writes(w)
+            # The poll's timeout runs to the next timer. 7.x computes it after
+            # beforeSleep; 6.2 before it, so 6.2 sleeps beforeSleep's length too long.
+            F[POLL_WAKE] = F[CRON_WHEN]
+            if I[REDIS_62]:
+                F[POLL_WAKE] = F[T] + max(F[CRON_WHEN] - t_iter, 0.0)
             I[PHASE] = PH_POLL
         if F[T] >= t_stop:
             return RET_STOP
         advance_clients(w, F[T])
         if I[RNG_LOW]:
             continue
-        if I[READY_N] == 0 and I[PENDING_CLOSE] == 0 and F[CRON_WHEN] > F[T]:
-            # Nothing to read and no timer due: epoll_wait sleeps.
-            cron_first = F[CRON_WHEN] < t_stop
-            wake = F[CRON_WHEN] if cron_first else t_stop
+        if I[READY_N] == 0 and I[PENDING_CLOSE] == 0 and F[POLL_WAKE] > F[T]:
+            # Nothing to read and the poll's timeout not over: epoll_wait sleeps.
+            cron_first = F[POLL_WAKE] < t_stop
+            wake = F[POLL_WAKE] if cron_first else t_stop
             woke = False
             while True:
                 where, te = events.peek(w)

@@ -25,6 +25,7 @@ from redsim.model.commands import (
 from redsim.model.jit import step
 
 INFO_REPLY_BYTES = 4000  # a default `INFO` reply is ~4 KB of text
+PROTO_MBULK_BIG_ARG = 32768  # bulk arguments this long get their own reads (src/server.h)
 
 
 @step
@@ -79,6 +80,31 @@ def request_bytes(shape, namelen, key, value, k, n, ttl):
     if shape == SHAPE_KEY_TTL:
         return header(3) + name + bulk(key) + bulk(digits(ttl))
     return header(1) + name  # SHAPE_SIMPLE, SHAPE_INFO
+
+
+@step
+def big_args(shape, namelen, key, value, k, ttl):
+    """Where a request's big bulk arguments (``PROTO_MBULK_BIG_ARG`` bytes or more) lie.
+
+    Only value arguments can be big here (keys are short). Returns
+    ``(first, period, n, length)``: the k-th big argument's payload starts
+    ``first + k * period`` bytes into the request and, with its CRLF, is
+    ``length`` bytes long; ``n`` = 0 when the request has none. Parameters as
+    for ``request_bytes``.
+    """
+    if value < PROTO_MBULK_BIG_ARG:
+        return 0, 0, 0, 0
+    name = bulk(namelen)
+    arg = 1 + digits(value) + 2  # "$<len>\r\n": parsed before the payload is read
+    if shape == SHAPE_KEY_VALUE:
+        return header(5 if ttl > 0 else 3) + name + bulk(key) + arg, 0, 1, value + 2
+    if shape == SHAPE_KEY_FIELD_VALUE:
+        return header(4) + name + bulk(key) + bulk(8) + arg, 0, 1, value + 2
+    if shape == SHAPE_MULTI_SET:
+        return header(1 + 2 * k) + name + bulk(key) + arg, bulk(key) + bulk(value), k, value + 2
+    if shape == SHAPE_KEY_MEMBERS_INT:
+        return header(2 + k) + name + bulk(key) + arg, bulk(value), k, value + 2
+    return 0, 0, 0, 0
 
 
 @step

@@ -22,17 +22,18 @@ import numpy as np
 # ---- F: float scalars -------------------------------------------------------
 (T, T_END, DT, WARMUP, RTT_HALF, CRON_WHEN,
  C_ITER, C_READ, C_READ_B, C_WRITE, C_WRITE_B, C_ACCEPT, C_CLOSE, C_CRON, C_CRON_CLIENT,
- T_NEXT_SNAP, LAT_SUM, T_LAST_CRON, WH_INV, N_F) = range(20)
+ T_NEXT_SNAP, LAT_SUM, T_LAST_CRON, WH_INV, POLL_WAKE, N_F) = range(21)
 
 # ---- I: integer scalars -----------------------------------------------------
 (PHASE, HEAP_N, SEQ, CONNECTED, HZ_CONF, HZ, DYN_HZ, BATCHING, DIST_EXP,
  STAT_COMMANDS, STAT_CONNECTIONS, REQ_ISSUED, REQ_DONE, REQ_REJECTED, EL_CYCLES,
  RNG_LOW, RNG_OVERRUN, READY_HEAD, READY_N, PW_N, FREE_N, IN_FLIGHT, PENDING_CLOSE,
  CUR_WIN, N_WIN, SNAP_WIN, LAT_N, MAXCLIENTS, BUSY_CONNS, WAITERS,
+ REDIS_62,  # 1 for redis-version 6.2 (reads, writes and poll timeout differ)
  # sizes (the kernel indexes raw pointers, which do not know their length)
  N_CONNS, N_POOLS, N_GROUPS, HEAP_CAP, RNG_SIZE,
  # the timing wheel (model/wheel.py)
- WH_EPOCH, WH_N, WH_FREE, WH_MASK, N_I) = range(40)
+ WH_EPOCH, WH_N, WH_FREE, WH_MASK, N_I) = range(41)
 
 # Event-loop phases: where the kernel resumes.
 PH_BEFORE_SLEEP = 0
@@ -88,7 +89,10 @@ Conns = namedtuple("Conns", [
     "next_reply",  # its reply bytes
     "next_cost",  # its execution cost, s
     "next_key",  # its (first) key id in the group's keyspace
+    "big_first", "big_period", "big_n", "big_len",  # its big arguments (protocol.big_args)
     "reply_bytes",  # reply bytes queued, not yet written
+    "reply_nodes",  # 6.2: reply buffers holding them (c->buf + list nodes), one write() each
+    "tail_room",  # 6.2: free bytes in the last of those buffers
     "in_pw",  # 1 while on the clients-pending-write list
     "new",  # 1 until Redis has done the accept work for it
     "t_arrive",  # when the current request reached the server socket
@@ -120,7 +124,8 @@ Groups = namedtuple("Groups", [
     "vs_kind", "vs_mean", "vs_low", "vs_high", "vs_sigma",
     "key_size", "keys", "zipf_base",  # zipf_base: offset into Tables.zipf_cdf, -1 = uniform
     "mix_start", "mix_end", "prof_start", "prof_end", "trace_start", "trace_end",
-    "replay_loop", "recorded", "idle_timeout", "reap_interval", "max_waiters", "start",
+    "replay_loop", "recorded", "idle_timeout", "reap_interval", "max_waiters",
+    "retry_backoff", "start",
     "stream",  # first of this group's random streams
     "prof_pos",  # open loop: current profile segment
     "trace_t0",  # recorded trace: simulated time of line 0
@@ -133,6 +138,7 @@ Tables = namedtuple("Tables", [
     "mix_cmd", "mix_cum", "mix_keys", "mix_count", "mix_ttl",
     "prof_t", "prof_rate",
     "tr_cmd", "tr_req_bytes", "tr_reply_bytes", "tr_elems", "tr_value", "tr_time",
+    "tr_big_first", "tr_big_period", "tr_big_n", "tr_big_len",
     "zipf_cdf",
 ])
 
@@ -165,6 +171,7 @@ FLOAT_FIELDS = frozenset(
     ["F", "cn_next_cost", "cn_t_arrive", "cn_t_checkout", "cn_t_idle", "rq_t_issue",
      "gp_think_mean", "gp_think_low", "gp_think_high", "gp_think_sigma", "gp_vs_mean",
      "gp_vs_low", "gp_vs_high", "gp_vs_sigma", "gp_idle_timeout", "gp_reap_interval",
+     "gp_retry_backoff",
      "gp_start", "gp_trace_t0", "tb_cmd_fixed", "tb_cmd_per_byte", "tb_cmd_per_elem",
      "tb_mix_cum", "tb_prof_t", "tb_prof_rate", "tb_tr_time", "tb_zipf_cdf", "hp_t", "wh_t", "ln_t",
      "rg_buf", "rc_wf"])

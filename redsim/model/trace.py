@@ -30,6 +30,7 @@ from redsim.model.commands import (
     SHAPE_MULTI_GET,
     SHAPE_SCAN,
 )
+from redsim.model.protocol import PROTO_MBULK_BIG_ARG
 
 _MONITOR = re.compile(r"^(\d+(?:\.\d+)?)\s+\[[^\]]*\]\s+(.*)$")
 
@@ -48,6 +49,30 @@ class Trace:
     elems: np.ndarray  # keys/members the command names
     value: np.ndarray  # value bytes carried by the request (writes)
     time: np.ndarray  # MONITOR timestamp, s (line number when absent)
+    big: np.ndarray  # (n, 4) big bulk arguments: first, period, count, length (see _big_args)
+
+
+def _big_args(args: list[bytes]) -> tuple[int, int, int, int]:
+    """The line's big bulk arguments as ``protocol.big_args`` describes them.
+
+    Exact when the big arguments are equally long and evenly spaced (one big
+    value, or MSET/SADD of equal-size values); otherwise the spacing is the
+    mean gap and the length the longest, which moves read boundaries inside
+    that one command only.
+    """
+    pos = len(f"*{len(args)}\r\n")
+    starts, lengths = [], []
+    for a in args:
+        pos += len(f"${len(a)}\r\n")
+        if len(a) >= PROTO_MBULK_BIG_ARG:
+            starts.append(pos)
+            lengths.append(len(a) + 2)
+        pos += len(a) + 2
+    if not starts:
+        return 0, 0, 0, 0
+    n = len(starts)
+    period = (starts[-1] - starts[0]) // (n - 1) if n > 1 else 0
+    return starts[0], period, n, max(lengths)
 
 
 def _resp_size(args: list[bytes]) -> int:
@@ -77,7 +102,7 @@ def parse_trace(path: str | Path) -> Trace:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as e:
         raise TraceError(f"{path}: cannot read trace file: {e.strerror}") from None
-    cmd, req, rep, elems, value, times = [], [], [], [], [], []
+    cmd, req, rep, elems, value, times, big = [], [], [], [], [], [], []
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -104,6 +129,7 @@ def parse_trace(path: str | Path) -> Trace:
         elems.append(max(1, len(args) - 2) if name != "MSET" else max(1, (len(args) - 1) // 2))
         value.append(len(args[2]) if len(args) > 2 else 0)
         times.append(ts)
+        big.append(_big_args(args))
     if not cmd:
         raise TraceError(f"{path}: the trace has no commands")
     t = np.asarray(times, np.float64)
@@ -111,4 +137,4 @@ def parse_trace(path: str | Path) -> Trace:
         raise TraceError(f"{path}: timestamps go backwards; a recorded trace must be in order")
     return Trace(np.asarray(cmd, np.int64), np.asarray(req, np.int64),
                  np.asarray(rep, np.int64), np.asarray(elems, np.int64),
-                 np.asarray(value, np.int64), t)
+                 np.asarray(value, np.int64), t, np.asarray(big, np.int64).reshape(-1, 4))
