@@ -101,6 +101,7 @@ class Result:
             ts[name] = wf[row]
         ts["latency_max"] = np.where(done > 0, wf[S.W_LAT_MAX], np.nan)
         ts["hz"] = wf[S.W_HZ].astype(np.int64)
+        _memory_columns(ts, wi, scenario, length)
 
         counts = w.rc_hist.copy()
         lat_n = int(w.I[S.LAT_N])
@@ -139,6 +140,12 @@ class Result:
             "requests_issued_total": int(w.I[S.REQ_ISSUED]),
             "requests_completed_total": int(w.I[S.REQ_DONE]),
             "requests_pending_at_end": pending,
+            "used_memory_end": int(ts["used_memory"].iloc[-1]) if n else 0,
+            "used_memory_peak": int(ts["used_memory"].max()) if n else 0,
+            "keys_end": int(ts["keys"].iloc[-1]) if n else 0,
+            "keyspace_hits": int(w.I[S.STAT_HITS]),
+            "keyspace_misses": int(w.I[S.STAT_MISSES]),
+            "expired_keys": int(w.I[S.STAT_EXPIRED]),
             "scenario_hash": scenario_hash(scenario),
         }
         cycles = summary["eventloop_cycles_per_sec"]
@@ -203,3 +210,31 @@ def _jsonable(d: dict) -> dict:
         else:
             out[k] = v
     return out
+
+
+# sizeof() terms of Redis's per-db overhead (object.c getMemoryOverheadData):
+# dictEntry and robj per key, dictEntry per TTL, a pointer per bucket.
+_DICT_ENTRY, _ROBJ, _BUCKET = 24, 16, 8
+
+
+def _memory_columns(ts: pd.DataFrame, wi: np.ndarray, scenario, length: np.ndarray) -> None:
+    """INFO memory/keyspace columns: gauges at each window's end, counters cumulative."""
+    from redsim.model.memory import STARTUP_BYTES
+
+    used = wi[S.WI_USED_MEMORY]
+    keys, expires = wi[S.WI_KEYS], wi[S.WI_EXPIRES]
+    clients = wi[S.WI_MEM_CLIENTS]
+    startup = STARTUP_BYTES[scenario.redis_version]
+    overhead = (startup + clients + keys * (_DICT_ENTRY + _ROBJ) + expires * _DICT_ENTRY
+                + wi[S.WI_BUCKETS] * _BUCKET)
+    ts["used_memory"] = used
+    ts["used_memory_dataset"] = used - overhead
+    ts["used_memory_overhead"] = overhead
+    ts["mem_clients_normal"] = clients
+    ts["maxmemory"] = int(scenario.server.maxmemory)
+    ts["keys"] = keys
+    ts["expires"] = expires
+    ts["keyspace_hits"] = np.cumsum(wi[S.WI_HITS])
+    ts["keyspace_misses"] = np.cumsum(wi[S.WI_MISSES])
+    ts["expired_keys"] = np.cumsum(wi[S.WI_EXPIRED])
+    ts["expired_per_sec"] = wi[S.WI_EXPIRED] / length

@@ -418,6 +418,13 @@ class Cpu(_Model):
     """Per-command overrides of the command table, by upper-case name."""
 
 
+def _quantum(v: Any) -> int:
+    q = parse_int(v)
+    if q not in (8, 16):
+        raise BadValue("an allocator quantum of 8 or 16 bytes", show(v))
+    return q
+
+
 class Engine(_Model):
     """Model switches and the CPU cost model."""
 
@@ -425,6 +432,9 @@ class Engine(_Model):
     """True: replies wait for beforeSleep like Redis; False: each reply is written right
     after its command (a plain single-server queue, for theory checks)."""
     cpu: Cpu = Field(default_factory=Cpu)
+    allocator_quantum: Annotated[int, _v(_quantum)] = 8
+    """jemalloc quantum, bytes: 8 for Redis's bundled jemalloc, 16 for distribution
+    packages linked to the system jemalloc (`MEMORY MALLOC-STATS` prints it)."""
 
 
 class Network(_Model):
@@ -645,6 +655,10 @@ class Keyspace(_Model):
     distribution: Annotated[KeyDistribution, _literal(KeyDistribution)] = "uniform"
     zipf_exponent: Annotated[float, _v(parse_float, minimum=0, exclusive_min=True)] = 0.99
     """Zipf exponent s (P(rank k) ∝ k^-s), used when distribution is zipf."""
+    preload: Annotated[float, _v(parse_float, minimum=0, maximum=1)] = 1.0
+    """Fraction of the keys present at the start, a random subset, with values
+    from the group's value-size distribution; if the group's mix writes with a
+    TTL, each gets a remaining TTL uniform in (0, ttl]. 1 = a warm cache."""
 
 
 class ProfileStep(_Model):

@@ -7,10 +7,13 @@ import math
 import numpy as np
 
 from redsim.model import state as S
-from redsim.model.commands import _TABLE, COMMAND_IDS, DEFAULT_COUNT
+from redsim.model.commands import _TABLE, COMMAND_IDS, COMMANDS, DEFAULT_COUNT, EFFECT_WRITE
+from redsim.model.db import preload
 from redsim.model.histogram import N_BUCKETS
+from redsim.model.memory import CLIENT_STRUCT_BYTES, STARTUP_BYTES
 from redsim.model.rng import RandomStreams
 from redsim.model.trace import parse_trace
+from redsim.model.world import pack
 
 US = 1e-6
 _DIST = {"fixed": S.DIST_FIXED, "exponential": S.DIST_EXPONENTIAL,
@@ -47,8 +50,9 @@ def _command_table(scenario):
         if cost.per_element is not None:
             per_elem[i] = cost.per_element * US
     namelen = np.array([len(c.name) for c in _TABLE], np.int64)
+    effect = np.array([c.effect for c in _TABLE], np.int64)
     assert len(namelen) == n
-    return shape, fixed, per_byte, per_elem, namelen
+    return shape, fixed, per_byte, per_elem, namelen, effect
 
 
 def _wheel_size(groups, n_slots: list[int]) -> tuple[float, int]:
@@ -204,7 +208,9 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
         req=np.full(C, -1, np.int64), cmds_left=np.zeros(C, np.int64),
         partial=np.zeros(C, np.int64), next_cmd=np.full(C, -1, np.int64),
         next_bytes=np.zeros(C, np.int64), next_reply=np.zeros(C, np.int64),
-        next_cost=np.zeros(C), next_key=np.full(C, -1, np.int64),
+        next_scale=np.ones(C), next_key=np.full(C, -1, np.int64),
+        next_k=np.zeros(C, np.int64), next_n=np.zeros(C, np.int64),
+        next_value=np.zeros(C, np.int64), next_ttl=np.zeros(C, np.int64),
         big_first=np.zeros(C, np.int64), big_period=np.zeros(C, np.int64),
         big_n=np.zeros(C, np.int64), big_len=np.zeros(C, np.int64),
         reply_bytes=np.zeros(C, np.int64), reply_nodes=np.zeros(C, np.int64),
@@ -233,7 +239,7 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
         next=np.full(R, -1, np.int64), trace_pos=np.zeros(R, np.int64),
         active=np.ones(R, np.int64), free_stack=free_stack,
     )
-    shape, fixed, per_byte, per_elem, namelen = _command_table(scenario)
+    shape, fixed, per_byte, per_elem, namelen, effect = _command_table(scenario)
     if tr_parts:
         tr = {f: np.concatenate([getattr(t, f) for t in tr_parts])
               for f in ("cmd", "req_bytes", "reply_bytes", "elems", "value", "time", "big")}
@@ -243,7 +249,7 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
         tr["big"] = np.zeros((1, 4), np.int64)
     tb = S.Tables(
         cmd_shape=shape, cmd_fixed=fixed, cmd_per_byte=per_byte, cmd_per_elem=per_elem,
-        cmd_namelen=namelen, mix_cmd=i64(mix_cmd), mix_cum=f64(mix_cum),
+        cmd_namelen=namelen, cmd_effect=effect, mix_cmd=i64(mix_cmd), mix_cum=f64(mix_cum),
         mix_keys=i64(mix_keys), mix_count=i64(mix_count), mix_ttl=i64(mix_ttl),
         prof_t=f64(prof_t or [0.0]), prof_rate=f64(prof_rate or [0.0]),
         tr_cmd=tr["cmd"], tr_req_bytes=tr["req_bytes"], tr_reply_bytes=tr["reply_bytes"],
@@ -252,6 +258,9 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
            for j, f in enumerate(("first", "period", "n", "len"))},
         zipf_cdf=np.concatenate(zipf_parts) if zipf_parts else np.ones(1),
     )
+    n_keys = max(grp.keyspace.keys for grp in groups)
+    ks = S.Keys(cost=np.zeros(n_keys, np.int64), vlen=np.zeros(n_keys, np.int64),
+                lru=np.zeros(n_keys, np.int64), expire=np.full(n_keys, np.inf))
     cap = R + C + 4 * G + 16
     hp = S.Heap(t=np.zeros(cap), seq=np.zeros(cap, np.int64), kind=np.zeros(cap, np.int64),
                 id=np.zeros(cap, np.int64))
@@ -309,10 +318,61 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
     I[S.N_GROUPS] = G
     I[S.HEAP_CAP] = cap
     I[S.RNG_SIZE] = size
+    version = scenario.redis_version
+    I[S.KS_CAP] = n_keys
+    I[S.MEM_STARTUP] = STARTUP_BYTES[version]
+    I[S.CLIENT_STRUCT] = CLIENT_STRUCT_BYTES[version]
+    I[S.MAXMEMORY] = server.maxmemory
+    I[S.Q16] = 1 if scenario.engine.allocator_quantum == 16 else 0
+    # Shared integers are off when keys need their own LRU/LFU field (§2.7).
+    I[S.SHARED_INTS] = 0 if (server.maxmemory > 0 and ("lru" in server.maxmemory_policy
+                                                       or "lfu" in server.maxmemory_policy)) else 1
     I[S.WH_MASK] = n_buckets - 1
     I[S.WH_FREE] = 0
     F[S.WH_INV] = 1.0 / wh_width
 
     w = S.flatten(F, I, ready=np.zeros(max(C, 1), np.int64), pw=np.zeros(max(C, 1), np.int64),
-                  cn=cn, rq=rq, pl=pl, gp=gp, tb=tb, hp=hp, wh=wh, ln=ln, rg=rg, rc=rc)
+                  cn=cn, rq=rq, pl=pl, gp=gp, tb=tb, ks=ks, hp=hp, wh=wh, ln=ln, rg=rg, rc=rc)
+    _preload(w, scenario, seed)
     return w, streams, {"n_windows": n_win - 1, "groups": [g.name for g in groups]}
+
+
+PRELOAD_STREAM = 0x5052454C  # "PREL": the preload's own SeedSequence spawn key
+
+
+def _draw(rng: np.random.Generator, d, n: int) -> np.ndarray:
+    """n variates of a scenario distribution, as ``rng.draw`` defines them."""
+    if d.kind == "exponential":
+        return rng.exponential(d.mean, n)
+    if d.kind == "uniform":
+        return rng.uniform(d.low, d.high, n)
+    if d.kind == "lognormal":
+        return rng.lognormal(math.log(d.mean) - 0.5 * d.sigma ** 2, d.sigma, n)
+    return np.full(n, float(d.mean))
+
+
+def _preload(w: S.World, scenario, seed: int) -> None:
+    """Fill the keyspace before time 0 (``keyspace.preload``), group by group.
+
+    Random numbers come from their own SeedSequence child, so preloading never
+    shifts the kernel's streams.
+    """
+    rng = np.random.Generator(np.random.PCG64(
+        np.random.SeedSequence(seed, spawn_key=(PRELOAD_STREAM,))))
+    ref = pack(w)
+    for grp in scenario.clients:
+        if grp.kind == "trace" or grp.keyspace.preload <= 0:
+            continue
+        n = grp.keyspace.keys
+        m = int(round(grp.keyspace.preload * n))
+        keys = np.arange(n, dtype=np.int64) if m == n else np.sort(
+            rng.choice(n, m, replace=False)).astype(np.int64)
+        vlens = np.maximum(np.rint(_draw(rng, grp.value_size, m)), 0).astype(np.int64)
+        ttls = [e.ttl for e in grp.mix if e.ttl and COMMANDS[e.command.upper()].effect
+                == EFFECT_WRITE]
+        if ttls:
+            expires = rng.uniform(0.0, 1.0, m) * float(math.ceil(ttls[0]))
+            expires = np.where(expires > 0, expires, float(math.ceil(ttls[0])))
+        else:
+            expires = np.full(m, np.inf)
+        preload(ref, keys, vlens, expires, grp.key_size)

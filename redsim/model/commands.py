@@ -41,6 +41,17 @@ SHAPE_KEY_FIELD_VALUE = 10  # CMD key field value -> :int (HSET, ZADD)
 SHAPE_KEY_TTL = 11  # CMD key ttl -> :int (EXPIRE)
 SHAPE_INFO = 12  # INFO -> bulk of ~4 KB
 
+# What a command does to the keyspace (model/call.py). Collections (sets, lists,
+# hashes, sorted sets) are not yet stored: their commands cost CPU and bytes on
+# the wire but leave the keyspace alone.
+EFFECT_NONE = 0
+EFFECT_READ = 1  # look the keys up; the reply carries the stored values (GET, MGET)
+EFFECT_WRITE = 2  # store the value(s), with the mix's TTL or none (SET, SETEX, MSET)
+EFFECT_DELETE = 3  # delete the keys (DEL, UNLINK)
+EFFECT_EXISTS = 4  # look up without touching the LRU clock (EXISTS)
+EFFECT_INCR = 5  # create or update an integer value (INCR, DECR)
+EFFECT_EXPIRE = 6  # set a TTL on an existing key (EXPIRE)
+
 
 @dataclass(frozen=True)
 class Command:
@@ -55,6 +66,7 @@ class Command:
         write: modifies the dataset (propagated to AOF/replicas; later issues).
         denyoom: flagged CMD_DENYOOM in Redis (rejected with -OOM when nothing
             can be evicted; reference §2.8).
+        effect: what it does to the keyspace (EFFECT_*).
     """
 
     name: str
@@ -64,19 +76,21 @@ class Command:
     per_element_us: float = 0.0
     write: bool = False
     denyoom: bool = False
+    effect: int = EFFECT_NONE
 
 
 _TABLE = [
-    Command("GET", SHAPE_KEY, 1.0),
-    Command("SET", SHAPE_KEY_VALUE, 1.4, write=True, denyoom=True),
-    Command("SETEX", SHAPE_KEY_VALUE, 1.4, write=True, denyoom=True),
-    Command("DEL", SHAPE_KEYS_INT, 1.2, per_element_us=0.3, write=True),
-    Command("UNLINK", SHAPE_KEYS_INT, 1.2, per_element_us=0.3, write=True),
-    Command("EXISTS", SHAPE_KEYS_INT, 0.8, per_element_us=0.2),
-    Command("INCR", SHAPE_KEY_INT, 1.1, write=True, denyoom=True),
-    Command("DECR", SHAPE_KEY_INT, 1.1, write=True, denyoom=True),
-    Command("MGET", SHAPE_MULTI_GET, 1.0, per_element_us=0.4),
-    Command("MSET", SHAPE_MULTI_SET, 1.4, per_element_us=0.6, write=True, denyoom=True),
+    Command("GET", SHAPE_KEY, 1.0, effect=EFFECT_READ),
+    Command("SET", SHAPE_KEY_VALUE, 1.4, write=True, denyoom=True, effect=EFFECT_WRITE),
+    Command("SETEX", SHAPE_KEY_VALUE, 1.4, write=True, denyoom=True, effect=EFFECT_WRITE),
+    Command("DEL", SHAPE_KEYS_INT, 1.2, per_element_us=0.3, write=True, effect=EFFECT_DELETE),
+    Command("UNLINK", SHAPE_KEYS_INT, 1.2, per_element_us=0.3, write=True, effect=EFFECT_DELETE),
+    Command("EXISTS", SHAPE_KEYS_INT, 0.8, per_element_us=0.2, effect=EFFECT_EXISTS),
+    Command("INCR", SHAPE_KEY_INT, 1.1, write=True, denyoom=True, effect=EFFECT_INCR),
+    Command("DECR", SHAPE_KEY_INT, 1.1, write=True, denyoom=True, effect=EFFECT_INCR),
+    Command("MGET", SHAPE_MULTI_GET, 1.0, per_element_us=0.4, effect=EFFECT_READ),
+    Command("MSET", SHAPE_MULTI_SET, 1.4, per_element_us=0.6, write=True, denyoom=True,
+            effect=EFFECT_WRITE),
     Command("SADD", SHAPE_KEY_MEMBERS_INT, 1.34, per_element_us=0.3, write=True, denyoom=True),
     Command("SMEMBERS", SHAPE_KEY_ARRAY, 1.0, per_element_us=0.1),
     Command("SCARD", SHAPE_KEY_INT, 0.52),
@@ -89,7 +103,7 @@ _TABLE = [
     Command("HGETALL", SHAPE_KEY_ARRAY, 1.0, per_element_us=0.15),
     Command("ZADD", SHAPE_KEY_FIELD_VALUE, 2.0, write=True, denyoom=True),
     Command("ZRANGE", SHAPE_KEY_ARRAY, 1.5, per_element_us=0.1),
-    Command("EXPIRE", SHAPE_KEY_TTL, 1.0, write=True),
+    Command("EXPIRE", SHAPE_KEY_TTL, 1.0, write=True, effect=EFFECT_EXPIRE),
     Command("SCAN", SHAPE_SCAN, 2.0, per_element_us=0.2),
     Command("PING", SHAPE_SIMPLE, 0.3),
     Command("INFO", SHAPE_INFO, 20.0),

@@ -55,17 +55,13 @@ timer due exactly at a poll runs after that poll's file events.
 from __future__ import annotations
 
 from redsim.model import events
+from redsim.model.call import call, pick_key, value_size
 from redsim.model.clients import handle_event
+from redsim.model.db import resize_dicts
 from redsim.model.jit import entry, leaf, step
-from redsim.model.protocol import (
-    big_args,
-    elements,
-    reply_bytes,
-    request_bytes,
-    value_bytes_moved,
-)
+from redsim.model.protocol import big_args, reply_bytes, request_bytes
 from redsim.model.ring import wrap
-from redsim.model.rng import draw, exponential, uniform
+from redsim.model.rng import exponential, uniform
 from redsim.model.state import (
     BATCHING,
     C_ACCEPT,
@@ -88,6 +84,7 @@ from redsim.model.state import (
     IN_FLIGHT,
     KIND_TRACE,
     LINE_REPLY,
+    LRU_CLOCK,
     N_CONNS,
     N_POOLS,
     PENDING_CLOSE,
@@ -127,6 +124,7 @@ PROTO_IOBUF_LEN = 16384  # bytes per read() (src/server.h)
 PROTO_REPLY_CHUNK_BYTES = 16384  # c->buf, and the least a new reply node holds (src/server.h)
 REPLY_NODE_USABLE = 20464  # a 16 KB node's room: jemalloc class 20 480 minus its 16 B header
 NET_MAX_WRITES_PER_EVENT = 65536  # bytes per client per write pass (src/networking.c)
+LRU_CLOCK_MAX = (1 << 24) - 1  # 24-bit LRU field, seconds (src/server.h)
 MAX_CLIENTS_PER_CLOCK_TICK = 200  # dynamic-hz threshold (src/server.h)
 CONFIG_MAX_HZ = 500
 CLIENTS_CRON_MIN_ITERATIONS = 5
@@ -144,25 +142,19 @@ def busy(w, row, cost):
 # ---- reading and executing ----------------------------------------------------
 
 
-@leaf
-def value_size(w, g):
-    """Bytes of one stored value of group g (its value-size distribution)."""
-    v = draw(w, w.gp_stream[g] + 2, w.gp_vs_kind[g], w.gp_vs_mean[g], w.gp_vs_low[g],
-             w.gp_vs_high[g], w.gp_vs_sigma[g])
-    return int(v + 0.5)
-
-
 @step
 def generate_command(w, c):
-    """Decide the next command the client on connection c sent, and its sizes and cost.
+    """Decide the next command the client on connection c sent, and its sizes.
 
     Commands are drawn when Redis reads them rather than when they were sent:
     nothing on the client side depends on their content, and drawing late
-    keeps one stream per group in a fixed order.
+    keeps one stream per group in a fixed order. The reply size set here is
+    the one a read would have on a hit; ``call`` corrects it from the keyspace.
     """
     I = w.I
     g = w.cn_group[c]
     s = w.gp_stream[g]
+    ttl = 0
     if w.gp_kind[g] == KIND_TRACE:
         sent = w.gp_pipeline[g] - w.cn_cmds_left[c]  # commands of the request already read
         line = w.gp_trace_start[g] + w.rq_trace_pos[w.cn_req[c]] + sent
@@ -190,12 +182,7 @@ def generate_command(w, c):
         shape = w.tb_cmd_shape[cmd]
         k = w.tb_mix_keys[j]
         n = w.tb_mix_count[j]
-        u = uniform(w, s + 1)
-        if w.gp_zipf_base[g] < 0:
-            key = int(u * w.gp_keys[g])
-        else:
-            base = w.gp_zipf_base[g]
-            key = _search(w.tb_zipf_cdf, base, base + w.gp_keys[g], u) - base
+        key = pick_key(w, g)
         value = value_size(w, g)
         key_size = w.gp_key_size[g]
         namelen = w.tb_cmd_namelen[cmd]
@@ -203,31 +190,22 @@ def generate_command(w, c):
         req = request_bytes(shape, namelen, key_size, value, k, n, ttl)
         rep = reply_bytes(shape, key_size, value, k, n)
         big_first, big_period, big_n, big_len = big_args(shape, namelen, key_size, value, k, ttl)
-    cost = (w.tb_cmd_fixed[cmd] + w.tb_cmd_per_byte[cmd] * value_bytes_moved(shape, value, k, n)
-            + w.tb_cmd_per_elem[cmd] * elements(shape, k, n))
+    scale = 1.0
     if I[DIST_EXP]:
-        cost *= exponential(w, SERVICE_STREAM, 1.0)
+        scale = exponential(w, SERVICE_STREAM, 1.0)
     w.cn_next_cmd[c] = cmd
     w.cn_next_bytes[c] = req
     w.cn_next_reply[c] = rep
-    w.cn_next_cost[c] = cost
+    w.cn_next_scale[c] = scale
     w.cn_next_key[c] = key
+    w.cn_next_k[c] = k
+    w.cn_next_n[c] = n
+    w.cn_next_value[c] = value
+    w.cn_next_ttl[c] = ttl
     w.cn_big_first[c] = big_first
     w.cn_big_period[c] = big_period
     w.cn_big_n[c] = big_n
     w.cn_big_len[c] = big_len
-
-
-@step
-def _search(cdf, lo, hi, u):
-    """First index i in [lo, hi) with cdf[i] > u (binary search)."""
-    while lo < hi - 1:
-        mid = (lo + hi) >> 1
-        if cdf[mid - 1] > u:
-            hi = mid
-        else:
-            lo = mid
-    return lo
 
 
 @leaf
@@ -298,7 +276,7 @@ def read_query_from_client(w, c):
         budget -= need
         nread += need
         w.cn_partial[c] = 0
-        cpu += w.cn_next_cost[c]
+        cpu += call(w, c)
         w.cn_reply_bytes[c] += w.cn_next_reply[c]
         if I[REDIS_62]:
             add_reply_62(w, c, w.cn_next_reply[c])
@@ -440,6 +418,8 @@ def server_cron(w):
     if visited < CLIENTS_CRON_MIN_ITERATIONS:
         visited = min(numclients, CLIENTS_CRON_MIN_ITERATIONS)
     busy(w, W_CPU_CRON, F[C_CRON] + F[C_CRON_CLIENT] * visited)
+    I[LRU_CLOCK] = int(F[T]) & LRU_CLOCK_MAX  # server.lruclock, 1 s resolution
+    resize_dicts(w)  # databasesCron (no fork child yet)
     F[T_LAST_CRON] = F[T]
     F[CRON_WHEN] = F[T] + 1.0 / hz
 

@@ -30,10 +30,13 @@ import numpy as np
  RNG_LOW, RNG_OVERRUN, READY_HEAD, READY_N, PW_N, FREE_N, IN_FLIGHT, PENDING_CLOSE,
  CUR_WIN, N_WIN, SNAP_WIN, LAT_N, MAXCLIENTS, BUSY_CONNS, WAITERS,
  REDIS_62,  # 1 for redis-version 6.2 (reads, writes and poll timeout differ)
+ # the keyspace and the memory ledger (model/db.py, model/memory.py); bytes
+ KS_CAP, KS_KEYS, KS_EXPIRES, KS_BUCKETS, KS_EXP_BUCKETS, MEM_DATASET, MEM_STARTUP,
+ CLIENT_STRUCT, MAXMEMORY, Q16, SHARED_INTS, LRU_CLOCK, STAT_HITS, STAT_MISSES, STAT_EXPIRED,
  # sizes (the kernel indexes raw pointers, which do not know their length)
  N_CONNS, N_POOLS, N_GROUPS, HEAP_CAP, RNG_SIZE,
  # the timing wheel (model/wheel.py)
- WH_EPOCH, WH_N, WH_FREE, WH_MASK, N_I) = range(41)
+ WH_EPOCH, WH_N, WH_FREE, WH_MASK, N_I) = range(56)
 
 # Event-loop phases: where the kernel resumes.
 PH_BEFORE_SLEEP = 0
@@ -75,7 +78,9 @@ DIST_LOGNORMAL = 3
  W_P50, W_P90, W_P99, W_P999, W_HZ, N_WF) = range(18)
 N_CPU = 6  # the first N_CPU rows of wf are CPU activities
 (WI_COMMANDS, WI_DONE, WI_ISSUED, WI_CYCLES, WI_CONNECTED, WI_IN_FLIGHT, WI_REJECTED,
- WI_OPENED, WI_CLOSED, N_WI) = range(10)
+ WI_OPENED, WI_CLOSED, WI_HITS, WI_MISSES, WI_EXPIRED,
+ # gauges at each window's end (model/memory.py)
+ WI_USED_MEMORY, WI_KEYS, WI_EXPIRES, WI_BUCKETS, WI_MEM_CLIENTS, N_WI) = range(18)
 
 Conns = namedtuple("Conns", [
     "pool",  # owning pool
@@ -87,8 +92,11 @@ Conns = namedtuple("Conns", [
     "next_cmd",  # generated-but-unread command id, -1 if none
     "next_bytes",  # its request bytes
     "next_reply",  # its reply bytes
-    "next_cost",  # its execution cost, s
-    "next_key",  # its (first) key id in the group's keyspace
+    "next_scale",  # its service-time multiplier (1, or an exponential draw)
+    "next_key",  # its (first) key id in the keyspace; -1 for trace commands
+    "next_k", "next_n",  # its keys/members and its count argument
+    "next_value",  # bytes of the value it carries (or, for trace reads, returns)
+    "next_ttl",  # the TTL it sets, s; 0 = none
     "big_first", "big_period", "big_n", "big_len",  # its big arguments (protocol.big_args)
     "reply_bytes",  # reply bytes queued, not yet written
     "reply_nodes",  # 6.2: reply buffers holding them (c->buf + list nodes), one write() each
@@ -139,8 +147,17 @@ Tables = namedtuple("Tables", [
     "prof_t", "prof_rate",
     "tr_cmd", "tr_req_bytes", "tr_reply_bytes", "tr_elems", "tr_value", "tr_time",
     "tr_big_first", "tr_big_period", "tr_big_n", "tr_big_len",
+    "cmd_effect",  # what the command does to the keyspace (db.EFFECT_*)
     "zipf_cdf",
 ])
+
+Keys = namedtuple("Keys", [
+    "cost",  # bytes the key allocates (objects.string_key_bytes); 0 = absent
+    "vlen",  # value length, bytes (-1: an integer value)
+    "lru",  # LRU clock (s, 24 bits) at the last access
+    "expire",  # absolute expire time, s; inf = no TTL
+])
+"""The keyspace (db 0): one row per key id. Every group's key k is the same key."""
 
 Heap = namedtuple("Heap", ["t", "seq", "kind", "id"])
 Lines = namedtuple("Lines", [
@@ -157,7 +174,7 @@ Rec = namedtuple("Rec", ["wf", "wi", "hist", "whist"])
 # The kernel sees one flat record: every field of the groups above, prefixed
 # with the group's short name (``cn_req``, ``gp_think_mean``, ``rc_wf``, ...).
 _PARTS = (("cn", Conns), ("rq", Reqs), ("pl", Pools), ("gp", Groups), ("tb", Tables),
-          ("hp", Heap), ("wh", Wheel), ("ln", Lines), ("rg", Rng), ("rc", Rec))
+          ("ks", Keys), ("hp", Heap), ("wh", Wheel), ("ln", Lines), ("rg", Rng), ("rc", Rec))
 World = namedtuple("World", ["F", "I"] + [f"{pre}_{f}" for pre, nt in _PARTS for f in nt._fields]
                    + ["ready", "pw"])
 """Every array the kernel reads or writes, by name.
@@ -168,12 +185,13 @@ the kernel reaches the same arrays through a table of pointers (``model.world``)
 """
 
 FLOAT_FIELDS = frozenset(
-    ["F", "cn_next_cost", "cn_t_arrive", "cn_t_checkout", "cn_t_idle", "rq_t_issue",
+    ["F", "cn_next_scale", "cn_t_arrive", "cn_t_checkout", "cn_t_idle", "rq_t_issue",
      "gp_think_mean", "gp_think_low", "gp_think_high", "gp_think_sigma", "gp_vs_mean",
      "gp_vs_low", "gp_vs_high", "gp_vs_sigma", "gp_idle_timeout", "gp_reap_interval",
      "gp_retry_backoff",
      "gp_start", "gp_trace_t0", "tb_cmd_fixed", "tb_cmd_per_byte", "tb_cmd_per_elem",
-     "tb_mix_cum", "tb_prof_t", "tb_prof_rate", "tb_tr_time", "tb_zipf_cdf", "hp_t", "wh_t", "ln_t",
+     "tb_mix_cum", "tb_prof_t", "tb_prof_rate", "tb_tr_time", "tb_zipf_cdf", "ks_expire",
+     "hp_t", "wh_t", "ln_t",
      "rg_buf", "rc_wf"])
 """World fields holding float64; every other field holds int64."""
 
@@ -183,6 +201,7 @@ ROWS = {
     "rq": ("group", "pool", "t_issue", "next", "trace_pos", "active"),
     "pl": ("group", "max_size", "n_open", "lifo", "base", "idle_head", "idle_n", "free_n",
            "wait_head", "wait_tail", "wait_n"),
+    "ks": Keys._fields,
     "hp": Heap._fields,
     "wh": ("t", "seq", "kind", "id", "next"),
 }

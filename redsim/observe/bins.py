@@ -12,12 +12,17 @@ from __future__ import annotations
 
 from redsim.model.histogram import _EDGES, N_BUCKETS, bucket, quantile
 from redsim.model.jit import entry, leaf, step
+from redsim.model.memory import clients_memory, used_memory
 from redsim.model.state import (
     CONNECTED,
     CUR_WIN,
     DT,
     HZ,
     IN_FLIGHT,
+    KS_BUCKETS,
+    KS_EXP_BUCKETS,
+    KS_EXPIRES,
+    KS_KEYS,
     LAT_N,
     LAT_SUM,
     N_WIN,
@@ -31,9 +36,14 @@ from redsim.model.state import (
     W_P99,
     W_P999,
     WARMUP,
+    WI_BUCKETS,
     WI_CONNECTED,
     WI_DONE,
+    WI_EXPIRES,
     WI_IN_FLIGHT,
+    WI_KEYS,
+    WI_MEM_CLIENTS,
+    WI_USED_MEMORY,
 )
 from redsim.model.world import as_world
 
@@ -130,6 +140,11 @@ def snapshot_gauges(w, te):
         w.rc_wi[cell(I, WI_CONNECTED, k)] = I[CONNECTED]
         w.rc_wi[cell(I, WI_IN_FLIGHT, k)] = I[IN_FLIGHT]
         w.rc_wf[cell(I, W_HZ, k)] = I[HZ]
+        w.rc_wi[cell(I, WI_USED_MEMORY, k)] = used_memory(w)
+        w.rc_wi[cell(I, WI_KEYS, k)] = I[KS_KEYS]
+        w.rc_wi[cell(I, WI_EXPIRES, k)] = I[KS_EXPIRES]
+        w.rc_wi[cell(I, WI_BUCKETS, k)] = I[KS_BUCKETS] + I[KS_EXP_BUCKETS]
+        w.rc_wi[cell(I, WI_MEM_CLIENTS, k)] = clients_memory(w)
         I[SNAP_WIN] = k + 1
         F[T_NEXT_SNAP] += F[DT]
 

@@ -1,0 +1,118 @@
+"""``call()``: execute one parsed command against the keyspace and cost it.
+
+What each command does follows its ``effect`` in the command table
+(``commands.EFFECT_*``); the CPU cost is the table's fixed part, plus a part
+per value byte moved and per element touched, times the service multiplier
+drawn when the command was parsed. A read's reply and per-byte cost come from
+what is stored: a hit returns the value, a miss a 5-byte nil (``$-1\\r\\n``).
+
+Trace commands carry no key id and leave the keyspace alone (their sizes come
+from the trace). Extra keys of a multi-key command (MGET, MSET, DEL k1 k2 …)
+are drawn from the group's key distribution when the command runs.
+"""
+
+from __future__ import annotations
+
+from redsim.model.commands import (
+    EFFECT_DELETE,
+    EFFECT_EXISTS,
+    EFFECT_EXPIRE,
+    EFFECT_INCR,
+    EFFECT_NONE,
+    EFFECT_READ,
+    EFFECT_WRITE,
+    SHAPE_MULTI_GET,
+)
+from redsim.model.db import NO_TTL, db_delete, expire_if_needed, key_exists, lookup_key, set_key
+from redsim.model.jit import leaf, step
+from redsim.model.protocol import bulk, digits, elements, header, value_bytes_moved
+from redsim.model.rng import draw, uniform
+from redsim.model.state import T
+
+NIL_REPLY = 5  # $-1\r\n
+INTEGER_VALUE = -1  # ks_vlen of a counter (INCR/DECR)
+COUNTER_DIGITS = 4  # bytes a GET of a counter returns, assumed (values < 10 000)
+
+
+@leaf
+def value_size(w, g):
+    """Bytes of one stored value of group g (its value-size distribution)."""
+    v = draw(w, w.gp_stream[g] + 2, w.gp_vs_kind[g], w.gp_vs_mean[g], w.gp_vs_low[g],
+             w.gp_vs_high[g], w.gp_vs_sigma[g])
+    return int(v + 0.5)
+
+
+@step
+def _search(cdf, lo, hi, u):
+    """First index i in [lo, hi) with cdf[i] > u (binary search)."""
+    while lo < hi - 1:
+        mid = (lo + hi) >> 1
+        if cdf[mid - 1] > u:
+            hi = mid
+        else:
+            lo = mid
+    return lo
+
+
+@leaf
+def pick_key(w, g):
+    """A key id drawn from group g's key distribution (uniform or Zipf)."""
+    u = uniform(w, w.gp_stream[g] + 1)
+    if w.gp_zipf_base[g] < 0:
+        return int(u * w.gp_keys[g])
+    base = w.gp_zipf_base[g]
+    return _search(w.tb_zipf_cdf, base, base + w.gp_keys[g], u) - base
+
+
+@step
+def call(w, c):
+    """Run connection c's parsed command; returns its CPU cost, s, and leaves its
+    reply size in ``cn_next_reply``."""
+    cmd = w.cn_next_cmd[c]
+    shape = w.tb_cmd_shape[cmd]
+    k = w.cn_next_k[c]
+    n = w.cn_next_n[c]
+    moved = value_bytes_moved(shape, w.cn_next_value[c], k, n)
+    key = w.cn_next_key[c]
+    effect = w.tb_cmd_effect[cmd]
+    if key >= 0 and effect != EFFECT_NONE:
+        g = w.cn_group[c]
+        key_len = w.gp_key_size[g]
+        if effect == EFFECT_READ:
+            moved = 0
+            rep = header(k) if shape == SHAPE_MULTI_GET else 0
+            for i in range(k):
+                v = lookup_key(w, key if i == 0 else pick_key(w, g), True)
+                if v == -2:
+                    rep += NIL_REPLY
+                else:
+                    if v == INTEGER_VALUE:
+                        v = COUNTER_DIGITS
+                    rep += bulk(v)
+                    moved += v
+            w.cn_next_reply[c] = rep
+        elif effect == EFFECT_WRITE:
+            for i in range(k):
+                set_key(w, key if i == 0 else pick_key(w, g), key_len, w.cn_next_value[c],
+                        w.cn_next_ttl[c])
+        elif effect == EFFECT_DELETE:
+            for i in range(k):
+                kk = key if i == 0 else pick_key(w, g)
+                if key_exists(w, kk) and not expire_if_needed(w, kk):
+                    db_delete(w, kk)
+        elif effect == EFFECT_EXISTS:
+            for i in range(k):
+                lookup_key(w, key if i == 0 else pick_key(w, g), False)
+        elif effect == EFFECT_INCR:
+            v = lookup_key(w, key, True)
+            if v == -2 or v == INTEGER_VALUE:
+                ttl = 0.0
+                if v != -2 and w.ks_expire[key] != NO_TTL:
+                    ttl = w.ks_expire[key] - w.F[T]  # INCR keeps the TTL
+                set_key(w, key, key_len, INTEGER_VALUE, ttl)
+            w.cn_next_reply[c] = 1 + digits(1000) + 2
+        elif effect == EFFECT_EXPIRE:
+            if key_exists(w, key) and not expire_if_needed(w, key):
+                set_key(w, key, key_len, w.ks_vlen[key], w.cn_next_ttl[c])
+    return w.cn_next_scale[c] * (w.tb_cmd_fixed[cmd] + w.tb_cmd_per_byte[cmd] * moved
+                                 + w.tb_cmd_per_elem[cmd] * elements(shape, k, n))

@@ -1,0 +1,201 @@
+"""The keyspace, as ``src/db.c`` and ``src/dict.c`` keep it: one flat row per key id.
+
+A key's row holds the bytes it allocates, its value length, its LRU clock and
+its expire time (``state.Keys``); ``cost == 0`` means absent. The two dicts
+(main and expires) are represented by their entry counts and bucket counts,
+which is all that memory and (later) sampling need:
+
+- a dict's first table has 4 buckets and doubles when an add finds it full
+  (``_dictExpandIfNeeded``), unless ``dictExpandAllowed`` refuses because the
+  new table would take memory past maxmemory (6.2+, reference §2.12) and the
+  load factor is still ≤ 1.618;
+- ``serverCron`` shrinks a dict under 10 % full to the next power of two ≥ its
+  size (``tryResizeHashTables``).
+
+Deviation: a resize is instantaneous. Redis rehashes incrementally and keeps
+both tables (1.5× the buckets) until done.
+
+Passive expiry (``expireIfNeeded``, reference §4.1): a lookup of a key whose
+expire time has passed deletes it and counts it expired and missing.
+"""
+
+from __future__ import annotations
+
+from redsim.model.jit import entry, leaf, step
+from redsim.model.memory import POINTER, over_maxmemory_after_alloc
+from redsim.model.objects import string_key_bytes
+from redsim.model.state import (
+    KS_BUCKETS,
+    KS_EXP_BUCKETS,
+    KS_EXPIRES,
+    KS_KEYS,
+    LRU_CLOCK,
+    MEM_DATASET,
+    Q16,
+    SHARED_INTS,
+    STAT_EXPIRED,
+    STAT_HITS,
+    STAT_MISSES,
+    WI_EXPIRED,
+    WI_HITS,
+    WI_MISSES,
+    T,
+)
+from redsim.model.world import as_world
+from redsim.observe.bins import count
+
+DICT_HT_INITIAL_SIZE = 4  # buckets (src/dict.h)
+HASHTABLE_MAX_LOAD_FACTOR = 1.618  # expand even past maxmemory above this (src/server.h)
+HASHTABLE_MIN_FILL = 10  # % below which serverCron shrinks a dict (src/server.h)
+NO_TTL = float("inf")
+
+
+@leaf
+def next_power(n):
+    """``_dictNextExp`` as a size: the least power of two ≥ n, at least 4."""
+    size = DICT_HT_INITIAL_SIZE
+    while size < n:
+        size *= 2
+    return size
+
+
+@leaf
+def buckets_after_add(w, used, size):
+    """Bucket count of a dict of ``used`` entries in ``size`` buckets once one
+    more entry is added."""
+    if size == 0:
+        return DICT_HT_INITIAL_SIZE
+    if used < size:
+        return size
+    new = next_power(used + 1)
+    # dictExpandAllowed: refuse if the new table would pass maxmemory, unless
+    # the table is already overfull.
+    if used / size <= HASHTABLE_MAX_LOAD_FACTOR and over_maxmemory_after_alloc(w, POINTER * new):
+        return size
+    return new
+
+
+@leaf
+def buckets_after_cron(used, size):
+    """``tryResizeHashTables``: shrink a dict under 10 % full."""
+    if size > DICT_HT_INITIAL_SIZE and used * 100 < HASHTABLE_MIN_FILL * size:
+        return next_power(used)
+    return size
+
+
+@leaf
+def key_cost(w, key_len, vlen, has_ttl):
+    """Bytes a string key allocates; ``vlen`` < 0 is an integer value."""
+    I = w.I
+    return string_key_bytes(key_len, vlen if vlen > 0 else 0, vlen < 0, I[SHARED_INTS],
+                            has_ttl, I[Q16])
+
+
+@leaf
+def key_exists(w, k):
+    return w.ks_cost[k] > 0
+
+
+@step
+def db_add(w, k, key_len, vlen, expire):
+    """Add absent key k (``dbAdd``, plus ``setExpire`` when it has a TTL)."""
+    I = w.I
+    has_ttl = expire != NO_TTL
+    I[KS_BUCKETS] = buckets_after_add(w, I[KS_KEYS], I[KS_BUCKETS])
+    I[KS_KEYS] += 1
+    if has_ttl:
+        I[KS_EXP_BUCKETS] = buckets_after_add(w, I[KS_EXPIRES], I[KS_EXP_BUCKETS])
+        I[KS_EXPIRES] += 1
+    cost = key_cost(w, key_len, vlen, has_ttl)
+    w.ks_cost[k] = cost
+    w.ks_vlen[k] = vlen
+    w.ks_expire[k] = expire
+    w.ks_lru[k] = I[LRU_CLOCK]
+    I[MEM_DATASET] += cost
+
+
+@step
+def db_delete(w, k):
+    """Delete present key k (``dbSyncDelete``); returns the bytes freed."""
+    I = w.I
+    cost = w.ks_cost[k]
+    I[MEM_DATASET] -= cost
+    I[KS_KEYS] -= 1
+    if w.ks_expire[k] != NO_TTL:
+        I[KS_EXPIRES] -= 1
+    w.ks_cost[k] = 0
+    return cost
+
+
+@step
+def set_key(w, k, key_len, vlen, ttl):
+    """``setKey`` + ``setExpire``: store a value in key k, with a TTL of ``ttl``
+    seconds, or none when ``ttl`` ≤ 0 (a plain SET drops an old TTL)."""
+    I = w.I
+    expire = w.F[T] + ttl if ttl > 0 else NO_TTL
+    if not key_exists(w, k):
+        db_add(w, k, key_len, vlen, expire)
+        return
+    # dbOverwrite keeps the key and its dictEntry, and replaces the value.
+    had_ttl = w.ks_expire[k] != NO_TTL
+    has_ttl = expire != NO_TTL
+    if has_ttl and not had_ttl:
+        I[KS_EXP_BUCKETS] = buckets_after_add(w, I[KS_EXPIRES], I[KS_EXP_BUCKETS])
+        I[KS_EXPIRES] += 1
+    elif had_ttl and not has_ttl:
+        I[KS_EXPIRES] -= 1
+    cost = key_cost(w, key_len, vlen, has_ttl)
+    I[MEM_DATASET] += cost - w.ks_cost[k]
+    w.ks_cost[k] = cost
+    w.ks_vlen[k] = vlen
+    w.ks_expire[k] = expire
+    w.ks_lru[k] = I[LRU_CLOCK]
+
+
+@leaf
+def expire_if_needed(w, k):
+    """``expireIfNeeded``: delete key k if its time has passed; True if it did."""
+    F = w.F
+    I = w.I
+    if w.ks_expire[k] < F[T]:
+        db_delete(w, k)
+        I[STAT_EXPIRED] += 1
+        count(w, WI_EXPIRED, F[T], 1)
+        return True
+    return False
+
+
+@leaf
+def lookup_key(w, k, touch):
+    """``lookupKey``: the value length of key k, or None-like -2 on a miss
+    (counted as a keyspace hit or miss). ``touch`` updates the LRU clock."""
+    F = w.F
+    I = w.I
+    if key_exists(w, k) and not expire_if_needed(w, k):
+        I[STAT_HITS] += 1
+        count(w, WI_HITS, F[T], 1)
+        if touch:
+            w.ks_lru[k] = I[LRU_CLOCK]
+        return w.ks_vlen[k]
+    I[STAT_MISSES] += 1
+    count(w, WI_MISSES, F[T], 1)
+    return -2
+
+
+@step
+def resize_dicts(w):
+    """serverCron's ``tryResizeHashTables`` for db 0."""
+    I = w.I
+    I[KS_BUCKETS] = buckets_after_cron(I[KS_KEYS], I[KS_BUCKETS])
+    I[KS_EXP_BUCKETS] = buckets_after_cron(I[KS_EXPIRES], I[KS_EXP_BUCKETS])
+
+
+@entry
+def preload(world, keys, vlens, expires, key_len):
+    """Add ``keys`` (absent ones only) with their value lengths and expire times,
+    as a client writing them one by one would: dicts grow and the ledger counts."""
+    w = as_world(world)
+    for i in range(len(keys)):
+        k = keys[i]
+        if not key_exists(w, k):
+            db_add(w, k, key_len, vlens[i], expires[i])

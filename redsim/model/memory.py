@@ -1,0 +1,66 @@
+"""The memory ledger: what ``used_memory`` is made of, and the maxmemory test.
+
+``used_memory`` (reference §3.1) is zmalloc's counter of every allocation at
+its size class. Modelled parts, all in bytes:
+
+- ``used_memory_startup``: an empty server (``MEM_STARTUP``);
+- the dataset's keys: Σ ``objects.string_key_bytes`` (``MEM_DATASET``);
+- the dicts' bucket arrays: 8 bytes per bucket of the main and expires dicts;
+- clients: per connection, the client struct as allocated at connect (6.2:
+  16 992 B with its 16 KB reply buffer inside → 20 480 B; 7.x: 776 B → 896 B
+  plus a separate 16 KB ``c->buf``).
+
+Not yet modelled (issue #3 continues): query buffers and reply lists, their
+growth and ``clientsCron`` trimming, the 7.x reply-buffer shrink, replication
+and AOF buffers (and so ``mem_not_counted_for_evict``, 0 here).
+"""
+
+from __future__ import annotations
+
+from redsim.model.jit import leaf
+from redsim.model.state import (
+    CLIENT_STRUCT,
+    CONNECTED,
+    KS_BUCKETS,
+    KS_EXP_BUCKETS,
+    MAXMEMORY,
+    MEM_DATASET,
+    MEM_STARTUP,
+)
+
+POINTER = 8  # bytes per dict bucket (a dictEntry pointer)
+
+# Typical INFO `used_memory_startup` of an empty x86-64 server, bytes.
+STARTUP_BYTES = {"6.2": 803_952, "7.0": 862_128, "7.2": 865_776}
+CLIENT_STRUCT_BYTES = {"6.2": 20_480, "7.0": 896 + 16_384, "7.2": 896 + 16_384}
+"""Per connected client at connect: the struct's size class, plus (7.x) c->buf."""
+
+
+@leaf
+def clients_memory(w):
+    """Bytes held by connected clients (normal clients only)."""
+    I = w.I
+    return I[CONNECTED] * I[CLIENT_STRUCT]
+
+
+@leaf
+def used_memory(w):
+    """``zmalloc_used_memory()``, bytes."""
+    I = w.I
+    return (I[MEM_STARTUP] + I[MEM_DATASET] + POINTER * (I[KS_BUCKETS] + I[KS_EXP_BUCKETS])
+            + clients_memory(w))
+
+
+@leaf
+def not_counted_for_evict(w):
+    """``freeMemoryGetNotCountedMemory()``: replica and AOF buffers (none yet), bytes."""
+    return 0
+
+
+@leaf
+def over_maxmemory_after_alloc(w, more):
+    """``overMaxmemoryAfterAlloc``: would allocating ``more`` bytes pass maxmemory?"""
+    I = w.I
+    if I[MAXMEMORY] == 0:
+        return False
+    return used_memory(w) - not_counted_for_evict(w) + more > I[MAXMEMORY]
