@@ -40,9 +40,16 @@ def summary_table(summary: dict) -> str:
         ("main thread busy", f"{summary['utilisation']:.1%}"),
         ("  commands / read / write",
          " / ".join(f"{summary[f'cpu_{k}_share']:.1%}" for k in ("commands", "read", "write"))),
-        ("  iteration / cron / conns",
+        ("  iteration / cron / conns / eviction",
          " / ".join(f"{summary[f'cpu_{k}_share']:.1%}"
-                    for k in ("iteration", "cron", "connections"))),
+                    for k in ("iteration", "cron", "connections", "eviction"))),
+        ("used_memory end / peak", " / ".join(
+            f"{summary[k] / 2**20:,.1f}" for k in ("used_memory_end", "used_memory_peak")) + " MB"),
+        ("keys at end", f"{summary['keys_end']:,}"),
+        ("keyspace hits / misses",
+         f"{summary['keyspace_hits']:,} / {summary['keyspace_misses']:,}"),
+        ("expired / evicted keys", f"{summary['expired_keys']:,} / {summary['evicted_keys']:,}"),
+        ("commands refused with -OOM", f"{summary['oom_rejected']:,}"),
         ("connected clients (mean)", f"{summary['mean_connected_clients']:,.1f}"),
         ("busy connections (mean)", f"{summary['mean_busy_connections']:,.1f}"),
         ("queue at Redis (mean)", f"{summary['mean_queue_length']:,.2f}"),

@@ -33,6 +33,7 @@ CPU_ORDER: tuple[str, ...] = (
     "cpu_iteration",
     "cpu_cron",
     "cpu_connections",
+    "cpu_eviction",
     "cpu_idle",
 )
 """Stacking order of the main-thread CPU-share columns; other ``cpu_*`` columns follow."""

@@ -23,6 +23,7 @@ CPU_COLUMNS = {
     "cpu_iteration": S.W_CPU_ITERATION,  # epoll_wait + beforeSleep fixed work
     "cpu_cron": S.W_CPU_CRON,  # serverCron incl. clientsCron
     "cpu_connections": S.W_CPU_CONNECTIONS,  # accept/createClient, freeClient
+    "cpu_eviction": S.W_CPU_EVICTION,  # performEvictions
 }
 
 
@@ -146,6 +147,8 @@ class Result:
             "keyspace_hits": int(w.I[S.STAT_HITS]),
             "keyspace_misses": int(w.I[S.STAT_MISSES]),
             "expired_keys": int(w.I[S.STAT_EXPIRED]),
+            "evicted_keys": int(w.I[S.STAT_EVICTED]),
+            "oom_rejected": int(w.I[S.STAT_OOM]),
             "scenario_hash": scenario_hash(scenario),
         }
         cycles = summary["eventloop_cycles_per_sec"]
@@ -238,3 +241,6 @@ def _memory_columns(ts: pd.DataFrame, wi: np.ndarray, scenario, length: np.ndarr
     ts["keyspace_misses"] = np.cumsum(wi[S.WI_MISSES])
     ts["expired_keys"] = np.cumsum(wi[S.WI_EXPIRED])
     ts["expired_per_sec"] = wi[S.WI_EXPIRED] / length
+    ts["evicted_keys"] = np.cumsum(wi[S.WI_EVICTED])
+    ts["evicted_per_sec"] = wi[S.WI_EVICTED] / length
+    ts["oom_rejected_per_sec"] = wi[S.WI_OOM] / length

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from redsim.config import Scenario, ScenarioError, load_scenario
@@ -383,5 +383,7 @@ def test_mutated_scenarios_raise_only_scenario_error(scratch: Path, data: st.Dat
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.text(max_size=30), max_size=3))
+@example(["²"])  # a Unicode digit: str.isdigit() is True, int() refuses it
+@example(["clients[0].keyspace.preload=2"])
 def test_random_overrides_raise_only_scenario_error(overrides: list[str]) -> None:
     _load_quietly({}, overrides=overrides)

@@ -90,6 +90,8 @@ MODELLED_DIRECTIVES: frozenset[str] = frozenset(
         "maxmemory-policy",
         "maxmemory-samples",
         "maxmemory-eviction-tenacity",
+        "lfu-log-factor",
+        "lfu-decay-time",
         "lazyfree-lazy-eviction",
         "lazyfree-lazy-expire",
         "lazyfree-lazy-server-del",

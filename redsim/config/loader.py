@@ -325,7 +325,7 @@ def _from_validation_error(exc: ValidationError, ctx: _Context) -> ScenarioError
 # ---------------------------------------------------------------------------------
 # Overrides (`--set key=value`).
 
-_SEGMENT = re.compile(r"([^.\[\]]+)((?:\[\d+\])*)")
+_SEGMENT = re.compile(r"([^.\[\]]+)((?:\[[0-9]+\])*)")
 
 
 def _parse_override(text: str) -> tuple[list[str | int], Any]:
@@ -340,8 +340,9 @@ def _parse_override(text: str) -> tuple[list[str | int], Any]:
                 found=show(text),
             )
         name = m.group(1)
-        segments.append(int(name) if name.isdigit() else name)
-        segments.extend(int(i) for i in re.findall(r"\[(\d+)\]", m.group(2)))
+        # ASCII digits only: str.isdigit() accepts "²", which int() rejects.
+        segments.append(int(name) if name.isascii() and name.isdigit() else name)
+        segments.extend(int(i) for i in re.findall(r"\[([0-9]+)\]", m.group(2)))
     if not sep:
         raise ScenarioError(
             location=f"--set {text}",

@@ -272,6 +272,9 @@ class Server(_Model):
     lazyfree_lazy_expire: Bool = False
     lazyfree_lazy_server_del: Bool = False
     lazyfree_lazy_user_del: Bool = False
+    lfu_log_factor: Annotated[int, _v(parse_int, minimum=0)] = 10
+    lfu_decay_time: Annotated[int, _v(parse_int, minimum=0)] = 1
+    """Minutes per LFU counter decrement; 0 = never decay."""
     active_expire_effort: Annotated[int, _v(parse_int, minimum=1, maximum=10)] = 1
     appendonly: Bool = False
     appendfsync: Annotated[AppendFsync, _literal(AppendFsync)] = "everysec"
@@ -412,6 +415,14 @@ class Cpu(_Model):
     """serverCron fixed work per call, µs."""
     clients_cron_per_client: CostUs = 0.1
     """clientsCron work per client visited, µs."""
+    eviction_call: CostUs = 0.05
+    """performEvictions when memory is under the limit (getMaxmemoryState), µs."""
+    eviction_check: CostUs = 1.0
+    """performEvictions over the limit: not-counted memory, timers, latency monitor, µs."""
+    eviction_sample: CostUs = 0.3
+    """Per key sampled into the eviction pool (a cache miss and a score), µs."""
+    eviction_delete: CostUs = 2.0
+    """Per key evicted: dbDelete, free, keyspace event, propagation of the DEL, µs."""
     distribution: Annotated[ServiceDistribution, _literal(ServiceDistribution)] = "fixed"
     """Variability of command costs: fixed, or × a mean-1 exponential (M/M/1 checks)."""
     commands: Annotated[dict[str, CommandCost], _v(_parse_commands)] = Field(default_factory=dict)

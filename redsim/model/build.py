@@ -8,7 +8,8 @@ import numpy as np
 
 from redsim.model import state as S
 from redsim.model.commands import _TABLE, COMMAND_IDS, COMMANDS, DEFAULT_COUNT, EFFECT_WRITE
-from redsim.model.db import preload
+from redsim.model.db import LRU_CLOCK_START, preload
+from redsim.model.eviction import EVPOOL_SIZE, LOG2_BUCKETS, time_limit
 from redsim.model.histogram import N_BUCKETS
 from redsim.model.memory import CLIENT_STRUCT_BYTES, STARTUP_BYTES
 from redsim.model.rng import RandomStreams
@@ -51,8 +52,9 @@ def _command_table(scenario):
             per_elem[i] = cost.per_element * US
     namelen = np.array([len(c.name) for c in _TABLE], np.int64)
     effect = np.array([c.effect for c in _TABLE], np.int64)
+    denyoom = np.array([1 if c.denyoom else 0 for c in _TABLE], np.int64)
     assert len(namelen) == n
-    return shape, fixed, per_byte, per_elem, namelen, effect
+    return shape, fixed, per_byte, per_elem, namelen, effect, denyoom
 
 
 def _wheel_size(groups, n_slots: list[int]) -> tuple[float, int]:
@@ -239,7 +241,7 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
         next=np.full(R, -1, np.int64), trace_pos=np.zeros(R, np.int64),
         active=np.ones(R, np.int64), free_stack=free_stack,
     )
-    shape, fixed, per_byte, per_elem, namelen, effect = _command_table(scenario)
+    shape, fixed, per_byte, per_elem, namelen, effect, denyoom = _command_table(scenario)
     if tr_parts:
         tr = {f: np.concatenate([getattr(t, f) for t in tr_parts])
               for f in ("cmd", "req_bytes", "reply_bytes", "elems", "value", "time", "big")}
@@ -249,7 +251,8 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
         tr["big"] = np.zeros((1, 4), np.int64)
     tb = S.Tables(
         cmd_shape=shape, cmd_fixed=fixed, cmd_per_byte=per_byte, cmd_per_elem=per_elem,
-        cmd_namelen=namelen, cmd_effect=effect, mix_cmd=i64(mix_cmd), mix_cum=f64(mix_cum),
+        cmd_namelen=namelen, cmd_effect=effect, cmd_denyoom=denyoom, mix_cmd=i64(mix_cmd),
+        mix_cum=f64(mix_cum),
         mix_keys=i64(mix_keys), mix_count=i64(mix_count), mix_ttl=i64(mix_ttl),
         prof_t=f64(prof_t or [0.0]), prof_rate=f64(prof_rate or [0.0]),
         tr_cmd=tr["cmd"], tr_req_bytes=tr["req_bytes"], tr_reply_bytes=tr["reply_bytes"],
@@ -260,7 +263,10 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
     )
     n_keys = max(grp.keyspace.keys for grp in groups)
     ks = S.Keys(cost=np.zeros(n_keys, np.int64), vlen=np.zeros(n_keys, np.int64),
-                lru=np.zeros(n_keys, np.int64), expire=np.full(n_keys, np.inf))
+                lru=np.zeros(n_keys, np.int64), expire=np.full(n_keys, np.inf),
+                pos=np.zeros(n_keys, np.int64), xpos=np.full(n_keys, -1, np.int64),
+                dense=np.zeros(n_keys, np.int64), xdense=np.zeros(n_keys, np.int64))
+    ep = S.EvPool(key=np.full(EVPOOL_SIZE, -1, np.int64), idle=np.zeros(EVPOOL_SIZE))
     cap = R + C + 4 * G + 16
     hp = S.Heap(t=np.zeros(cap), seq=np.zeros(cap, np.int64), kind=np.zeros(cap, np.int64),
                 id=np.zeros(cap, np.int64))
@@ -278,7 +284,7 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
     # and one poll a few per source; a buffer twice that keeps refills between them.
     need = 8 * (C * max_pipeline + R) + 4096
     size = 1 << max(16, int(math.ceil(math.log2(need))))
-    streams = RandomStreams(seed, 1 + S.STREAMS_PER_GROUP * G, size)
+    streams = RandomStreams(seed, 2 + S.STREAMS_PER_GROUP * G, size)  # + the keyspace's
     rg = S.Rng(buf=streams.buf, pos=streams.pos)
 
     dt = scenario.sample_interval
@@ -287,7 +293,8 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
     for row in (S.W_P50, S.W_P90, S.W_P99, S.W_P999):
         wf[row] = np.nan
     rc = S.Rec(wf=wf, wi=np.zeros((S.N_WI, n_win), np.int64),
-               hist=np.zeros(N_BUCKETS, np.int64), whist=np.zeros(N_BUCKETS, np.int64))
+               hist=np.zeros(N_BUCKETS, np.int64), whist=np.zeros(N_BUCKETS, np.int64),
+               evhist=np.zeros(LOG2_BUCKETS, np.int64), tofree=np.zeros(LOG2_BUCKETS, np.int64))
 
     F, I = S.new_scalars()
     server = scenario.server
@@ -299,7 +306,9 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
                    (S.C_READ_B, cpu.read_per_byte), (S.C_WRITE, cpu.write),
                    (S.C_WRITE_B, cpu.write_per_byte), (S.C_ACCEPT, cpu.accept),
                    (S.C_CLOSE, cpu.close), (S.C_CRON, cpu.cron),
-                   (S.C_CRON_CLIENT, cpu.clients_cron_per_client)):
+                   (S.C_CRON_CLIENT, cpu.clients_cron_per_client),
+                   (S.C_EV_CALL, cpu.eviction_call), (S.C_EV_CHECK, cpu.eviction_check),
+                   (S.C_EV_SAMPLE, cpu.eviction_sample), (S.C_EV_DELETE, cpu.eviction_delete)):
         F[idx] = v * US
     hz = min(max(int(server.hz), 1), 500)
     I[S.HZ_CONF] = hz
@@ -327,17 +336,26 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
     # Shared integers are off when keys need their own LRU/LFU field (§2.7).
     I[S.SHARED_INTS] = 0 if (server.maxmemory > 0 and ("lru" in server.maxmemory_policy
                                                        or "lfu" in server.maxmemory_policy)) else 1
+    I[S.EV_POLICY] = S.POLICIES.index(server.maxmemory_policy)
+    I[S.EV_SAMPLES] = server.maxmemory_samples
+    F[S.EV_TIME_LIMIT] = time_limit(server.maxmemory_eviction_tenacity)
+    I[S.LFU_LOG_FACTOR] = server.lfu_log_factor
+    I[S.LFU_DECAY_TIME] = server.lfu_decay_time
+    I[S.KEYSPACE_STREAM] = 1 + S.STREAMS_PER_GROUP * G
+    I[S.LRU_CLOCK] = LRU_CLOCK_START
     I[S.WH_MASK] = n_buckets - 1
     I[S.WH_FREE] = 0
     F[S.WH_INV] = 1.0 / wh_width
 
     w = S.flatten(F, I, ready=np.zeros(max(C, 1), np.int64), pw=np.zeros(max(C, 1), np.int64),
-                  cn=cn, rq=rq, pl=pl, gp=gp, tb=tb, ks=ks, hp=hp, wh=wh, ln=ln, rg=rg, rc=rc)
+                  cn=cn, rq=rq, pl=pl, gp=gp, tb=tb, ks=ks, ep=ep, hp=hp, wh=wh, ln=ln, rg=rg,
+                  rc=rc)
     _preload(w, scenario, seed)
     return w, streams, {"n_windows": n_win - 1, "groups": [g.name for g in groups]}
 
 
 PRELOAD_STREAM = 0x5052454C  # "PREL": the preload's own SeedSequence spawn key
+PRELOAD_AGE = 3600  # s: keys without a TTL were last touched uniformly over the past hour
 
 
 def _draw(rng: np.random.Generator, d, n: int) -> np.ndarray:
@@ -353,6 +371,10 @@ def _draw(rng: np.random.Generator, d, n: int) -> np.ndarray:
 
 def _preload(w: S.World, scenario, seed: int) -> None:
     """Fill the keyspace before time 0 (``keyspace.preload``), group by group.
+
+    A preloaded key with a TTL was written (and last touched) ``ttl`` before it
+    expires; one without was last touched at a uniform time in the past hour,
+    so LRU eviction starts from a spread of idle times.
 
     Random numbers come from their own SeedSequence child, so preloading never
     shifts the kernel's streams.
@@ -371,8 +393,11 @@ def _preload(w: S.World, scenario, seed: int) -> None:
         ttls = [e.ttl for e in grp.mix if e.ttl and COMMANDS[e.command.upper()].effect
                 == EFFECT_WRITE]
         if ttls:
-            expires = rng.uniform(0.0, 1.0, m) * float(math.ceil(ttls[0]))
-            expires = np.where(expires > 0, expires, float(math.ceil(ttls[0])))
+            ttl = float(math.ceil(ttls[0]))
+            expires = rng.uniform(0.0, 1.0, m) * ttl
+            expires = np.where(expires > 0, expires, ttl)
+            lrus = np.floor(expires - ttl).astype(np.int64)  # last touched when written
         else:
             expires = np.full(m, np.inf)
-        preload(ref, keys, vlens, expires, grp.key_size)
+            lrus = -rng.integers(0, PRELOAD_AGE, m)
+        preload(ref, keys, vlens, expires, lrus, grp.key_size)

@@ -21,16 +21,20 @@ expire time has passed deletes it and counts it expired and missing.
 
 from __future__ import annotations
 
+from redsim.model import lfu
 from redsim.model.jit import entry, leaf, step
 from redsim.model.memory import POINTER, over_maxmemory_after_alloc
 from redsim.model.objects import string_key_bytes
 from redsim.model.state import (
+    EV_POLICY,
     KS_BUCKETS,
     KS_EXP_BUCKETS,
     KS_EXPIRES,
     KS_KEYS,
     LRU_CLOCK,
     MEM_DATASET,
+    POLICY_ALLKEYS_LFU,
+    POLICY_VOLATILE_LFU,
     Q16,
     SHARED_INTS,
     STAT_EXPIRED,
@@ -48,6 +52,8 @@ DICT_HT_INITIAL_SIZE = 4  # buckets (src/dict.h)
 HASHTABLE_MAX_LOAD_FACTOR = 1.618  # expand even past maxmemory above this (src/server.h)
 HASHTABLE_MIN_FILL = 10  # % below which serverCron shrinks a dict (src/server.h)
 NO_TTL = float("inf")
+LRU_CLOCK_MAX = (1 << 24) - 1  # 24-bit LRU field, seconds (src/server.h)
+LRU_CLOCK_START = 1 << 23  # the clock at time 0, so preloaded keys can be older
 
 
 @leaf
@@ -96,21 +102,59 @@ def key_exists(w, k):
     return w.ks_cost[k] > 0
 
 
+@leaf
+def is_lfu(w):
+    p = w.I[EV_POLICY]
+    return p == POLICY_ALLKEYS_LFU or p == POLICY_VOLATILE_LFU
+
+
+@leaf
+def access_field(w, old):
+    """The object's ``lru`` field after an access (LRU clock, or ``updateLFU``)."""
+    if is_lfu(w):
+        return lfu.touched(w, old)
+    return w.I[LRU_CLOCK]
+
+
+@leaf
+def expires_add(w, k):
+    """Put key k in the expires dict."""
+    I = w.I
+    I[KS_EXP_BUCKETS] = buckets_after_add(w, I[KS_EXPIRES], I[KS_EXP_BUCKETS])
+    w.ks_xpos[k] = I[KS_EXPIRES]
+    w.ks_xdense[I[KS_EXPIRES]] = k
+    I[KS_EXPIRES] += 1
+
+
+@leaf
+def expires_remove(w, k):
+    """Take key k out of the expires dict (its last entry fills the hole)."""
+    I = w.I
+    I[KS_EXPIRES] -= 1
+    last = w.ks_xdense[I[KS_EXPIRES]]
+    p = w.ks_xpos[k]
+    w.ks_xdense[p] = last
+    w.ks_xpos[last] = p
+    w.ks_xpos[k] = -1
+
+
 @step
 def db_add(w, k, key_len, vlen, expire):
     """Add absent key k (``dbAdd``, plus ``setExpire`` when it has a TTL)."""
     I = w.I
     has_ttl = expire != NO_TTL
     I[KS_BUCKETS] = buckets_after_add(w, I[KS_KEYS], I[KS_BUCKETS])
+    w.ks_pos[k] = I[KS_KEYS]
+    w.ks_dense[I[KS_KEYS]] = k
     I[KS_KEYS] += 1
+    w.ks_xpos[k] = -1
     if has_ttl:
-        I[KS_EXP_BUCKETS] = buckets_after_add(w, I[KS_EXPIRES], I[KS_EXP_BUCKETS])
-        I[KS_EXPIRES] += 1
+        expires_add(w, k)
     cost = key_cost(w, key_len, vlen, has_ttl)
     w.ks_cost[k] = cost
     w.ks_vlen[k] = vlen
     w.ks_expire[k] = expire
-    w.ks_lru[k] = I[LRU_CLOCK]
+    w.ks_lru[k] = lfu.new_field(w) if is_lfu(w) else I[LRU_CLOCK]
     I[MEM_DATASET] += cost
 
 
@@ -121,8 +165,12 @@ def db_delete(w, k):
     cost = w.ks_cost[k]
     I[MEM_DATASET] -= cost
     I[KS_KEYS] -= 1
-    if w.ks_expire[k] != NO_TTL:
-        I[KS_EXPIRES] -= 1
+    last = w.ks_dense[I[KS_KEYS]]
+    p = w.ks_pos[k]
+    w.ks_dense[p] = last
+    w.ks_pos[last] = p
+    if w.ks_xpos[k] >= 0:
+        expires_remove(w, k)
     w.ks_cost[k] = 0
     return cost
 
@@ -140,16 +188,15 @@ def set_key(w, k, key_len, vlen, ttl):
     had_ttl = w.ks_expire[k] != NO_TTL
     has_ttl = expire != NO_TTL
     if has_ttl and not had_ttl:
-        I[KS_EXP_BUCKETS] = buckets_after_add(w, I[KS_EXPIRES], I[KS_EXP_BUCKETS])
-        I[KS_EXPIRES] += 1
+        expires_add(w, k)
     elif had_ttl and not has_ttl:
-        I[KS_EXPIRES] -= 1
+        expires_remove(w, k)
     cost = key_cost(w, key_len, vlen, has_ttl)
     I[MEM_DATASET] += cost - w.ks_cost[k]
     w.ks_cost[k] = cost
     w.ks_vlen[k] = vlen
     w.ks_expire[k] = expire
-    w.ks_lru[k] = I[LRU_CLOCK]
+    w.ks_lru[k] = access_field(w, w.ks_lru[k])
 
 
 @leaf
@@ -175,7 +222,7 @@ def lookup_key(w, k, touch):
         I[STAT_HITS] += 1
         count(w, WI_HITS, F[T], 1)
         if touch:
-            w.ks_lru[k] = I[LRU_CLOCK]
+            w.ks_lru[k] = access_field(w, w.ks_lru[k])
         return w.ks_vlen[k]
     I[STAT_MISSES] += 1
     count(w, WI_MISSES, F[T], 1)
@@ -191,11 +238,15 @@ def resize_dicts(w):
 
 
 @entry
-def preload(world, keys, vlens, expires, key_len):
-    """Add ``keys`` (absent ones only) with their value lengths and expire times,
-    as a client writing them one by one would: dicts grow and the ledger counts."""
+def preload(world, keys, vlens, expires, lrus, key_len):
+    """Add ``keys`` (absent ones only) with their value lengths, expire times and
+    last-access clocks (s), as a client writing them one by one would: dicts grow
+    and the ledger counts."""
     w = as_world(world)
+    I = w.I
     for i in range(len(keys)):
         k = keys[i]
         if not key_exists(w, k):
             db_add(w, k, key_len, vlens[i], expires[i])
+            if not is_lfu(w):
+                w.ks_lru[k] = (I[LRU_CLOCK] + lrus[i]) & LRU_CLOCK_MAX

@@ -57,7 +57,8 @@ from __future__ import annotations
 from redsim.model import events
 from redsim.model.call import call, pick_key, value_size
 from redsim.model.clients import handle_event
-from redsim.model.db import resize_dicts
+from redsim.model.db import LRU_CLOCK_MAX, LRU_CLOCK_START, resize_dicts
+from redsim.model.eviction import EVICT_FAIL, EVICT_RUNNING, perform_evictions
 from redsim.model.jit import entry, leaf, step
 from redsim.model.protocol import big_args, reply_bytes, request_bytes
 from redsim.model.ring import wrap
@@ -79,12 +80,14 @@ from redsim.model.state import (
     DYN_HZ,
     EL_CYCLES,
     EV_ARRIVE,
+    EV_TIMER,
     HZ,
     HZ_CONF,
     IN_FLIGHT,
     KIND_TRACE,
     LINE_REPLY,
     LRU_CLOCK,
+    MAXMEMORY,
     N_CONNS,
     N_POOLS,
     PENDING_CLOSE,
@@ -102,11 +105,13 @@ from redsim.model.state import (
     RTT_HALF,
     SERVICE_STREAM,
     STAT_COMMANDS,
+    STAT_OOM,
     T_LAST_CRON,
     W_BUSY_CONNS,
     W_CPU_COMMANDS,
     W_CPU_CONNECTIONS,
     W_CPU_CRON,
+    W_CPU_EVICTION,
     W_CPU_ITERATION,
     W_CPU_READ,
     W_CPU_WRITE,
@@ -115,6 +120,7 @@ from redsim.model.state import (
     W_WAITERS,
     WI_COMMANDS,
     WI_CYCLES,
+    WI_OOM,
     T,
 )
 from redsim.model.world import as_world
@@ -124,7 +130,7 @@ PROTO_IOBUF_LEN = 16384  # bytes per read() (src/server.h)
 PROTO_REPLY_CHUNK_BYTES = 16384  # c->buf, and the least a new reply node holds (src/server.h)
 REPLY_NODE_USABLE = 20464  # a 16 KB node's room: jemalloc class 20 480 minus its 16 B header
 NET_MAX_WRITES_PER_EVENT = 65536  # bytes per client per write pass (src/networking.c)
-LRU_CLOCK_MAX = (1 << 24) - 1  # 24-bit LRU field, seconds (src/server.h)
+OOM_REPLY_BYTES = len("-OOM command not allowed when used memory > 'maxmemory'.\r\n")
 MAX_CLIENTS_PER_CLOCK_TICK = 200  # dynamic-hz threshold (src/server.h)
 CONFIG_MAX_HZ = 500
 CLIENTS_CRON_MIN_ITERATIONS = 5
@@ -265,6 +271,7 @@ def read_query_from_client(w, c):
     nread = 0
     executed = 0
     cpu = 0.0
+    evict_cpu = 0.0
     while w.cn_cmds_left[c] > 0 and budget > 0:
         if w.cn_next_cmd[c] < 0:
             generate_command(w, c)
@@ -276,7 +283,17 @@ def read_query_from_client(w, c):
         budget -= need
         nread += need
         w.cn_partial[c] = 0
-        cpu += call(w, c)
+        if I[MAXMEMORY] > 0:  # processCommand: performEvictions before every command
+            result, spent = perform_evictions(w)
+            evict_cpu += spent
+            if result == EVICT_FAIL and w.tb_cmd_denyoom[w.cn_next_cmd[c]]:
+                w.cn_next_reply[c] = OOM_REPLY_BYTES
+                I[STAT_OOM] += 1
+                count(w, WI_OOM, F[T], 1)
+            else:
+                cpu += call(w, c)
+        else:
+            cpu += call(w, c)
         w.cn_reply_bytes[c] += w.cn_next_reply[c]
         if I[REDIS_62]:
             add_reply_62(w, c, w.cn_next_reply[c])
@@ -285,6 +302,8 @@ def read_query_from_client(w, c):
         executed += 1
     busy(w, W_CPU_READ, F[C_READ] + F[C_READ_B] * nread)
     busy(w, W_CPU_COMMANDS, cpu)
+    if evict_cpu > 0.0:
+        busy(w, W_CPU_EVICTION, evict_cpu)
     if executed > 0:
         I[STAT_COMMANDS] += executed
         count(w, WI_COMMANDS, F[T], executed)
@@ -418,7 +437,7 @@ def server_cron(w):
     if visited < CLIENTS_CRON_MIN_ITERATIONS:
         visited = min(numclients, CLIENTS_CRON_MIN_ITERATIONS)
     busy(w, W_CPU_CRON, F[C_CRON] + F[C_CRON_CLIENT] * visited)
-    I[LRU_CLOCK] = int(F[T]) & LRU_CLOCK_MAX  # server.lruclock, 1 s resolution
+    I[LRU_CLOCK] = (int(F[T]) + LRU_CLOCK_START) & LRU_CLOCK_MAX  # server.lruclock, 1 s
     resize_dicts(w)  # databasesCron (no fork child yet)
     F[T_LAST_CRON] = F[T]
     F[CRON_WHEN] = F[T] + 1.0 / hz
@@ -450,6 +469,8 @@ def run(world, t_stop):
             F[POLL_WAKE] = F[CRON_WHEN]
             if I[REDIS_62]:
                 F[POLL_WAKE] = F[T] + max(F[CRON_WHEN] - t_iter, 0.0)
+            if I[EV_TIMER]:  # evictionTimeProc is due every iteration: no sleep
+                F[POLL_WAKE] = F[T]
             I[PHASE] = PH_POLL
         if F[T] >= t_stop:
             return RET_STOP
@@ -489,7 +510,12 @@ def run(world, t_stop):
         n = I[READY_N]
         for _ in range(n):
             read_query_from_client(w, ready_pop(w))
-        # Time events.
+        # Time events, newest timer first (ae inserts at the list head).
+        if I[EV_TIMER]:
+            result, spent = perform_evictions(w)
+            busy(w, W_CPU_EVICTION, spent)
+            if result != EVICT_RUNNING:
+                I[EV_TIMER] = 0
         if F[T] >= F[CRON_WHEN]:
             server_cron(w)
         I[EL_CYCLES] += 1

@@ -22,7 +22,9 @@ import numpy as np
 # ---- F: float scalars -------------------------------------------------------
 (T, T_END, DT, WARMUP, RTT_HALF, CRON_WHEN,
  C_ITER, C_READ, C_READ_B, C_WRITE, C_WRITE_B, C_ACCEPT, C_CLOSE, C_CRON, C_CRON_CLIENT,
- T_NEXT_SNAP, LAT_SUM, T_LAST_CRON, WH_INV, POLL_WAKE, N_F) = range(21)
+ T_NEXT_SNAP, LAT_SUM, T_LAST_CRON, WH_INV, POLL_WAKE,
+ # eviction costs, s (model/eviction.py); the time limit per call, s
+ C_EV_CALL, C_EV_CHECK, C_EV_SAMPLE, C_EV_DELETE, EV_TIME_LIMIT, N_F) = range(26)
 
 # ---- I: integer scalars -----------------------------------------------------
 (PHASE, HEAP_N, SEQ, CONNECTED, HZ_CONF, HZ, DYN_HZ, BATCHING, DIST_EXP,
@@ -33,10 +35,13 @@ import numpy as np
  # the keyspace and the memory ledger (model/db.py, model/memory.py); bytes
  KS_CAP, KS_KEYS, KS_EXPIRES, KS_BUCKETS, KS_EXP_BUCKETS, MEM_DATASET, MEM_STARTUP,
  CLIENT_STRUCT, MAXMEMORY, Q16, SHARED_INTS, LRU_CLOCK, STAT_HITS, STAT_MISSES, STAT_EXPIRED,
+ # eviction (model/eviction.py)
+ EV_POLICY, EV_SAMPLES, EV_TIMER, EV_POOL_N, STAT_EVICTED, STAT_OOM, LFU_LOG_FACTOR,
+ LFU_DECAY_TIME, KEYSPACE_STREAM,
  # sizes (the kernel indexes raw pointers, which do not know their length)
  N_CONNS, N_POOLS, N_GROUPS, HEAP_CAP, RNG_SIZE,
  # the timing wheel (model/wheel.py)
- WH_EPOCH, WH_N, WH_FREE, WH_MASK, N_I) = range(56)
+ WH_EPOCH, WH_N, WH_FREE, WH_MASK, N_I) = range(65)
 
 # Event-loop phases: where the kernel resumes.
 PH_BEFORE_SLEEP = 0
@@ -61,6 +66,12 @@ LINE_REPLY = 1  # EV_REPLY half an RTT after the main thread wrote the last byte
 N_LINES = 2
 LINE_KIND = (EV_ARRIVE, EV_REPLY)
 
+# maxmemory-policy (I[EV_POLICY]).
+(POLICY_NOEVICTION, POLICY_ALLKEYS_LRU, POLICY_ALLKEYS_LFU, POLICY_ALLKEYS_RANDOM,
+ POLICY_VOLATILE_LRU, POLICY_VOLATILE_LFU, POLICY_VOLATILE_RANDOM, POLICY_VOLATILE_TTL) = range(8)
+POLICIES = ("noeviction", "allkeys-lru", "allkeys-lfu", "allkeys-random", "volatile-lru",
+            "volatile-lfu", "volatile-random", "volatile-ttl")
+
 # Group kinds.
 KIND_CLOSED = 0
 KIND_OPEN = 1
@@ -74,13 +85,13 @@ DIST_LOGNORMAL = 3
 
 # Windowed float series (rows of Rec.wf) and int series (rows of Rec.wi).
 (W_CPU_COMMANDS, W_CPU_READ, W_CPU_WRITE, W_CPU_ITERATION, W_CPU_CRON, W_CPU_CONNECTIONS,
- W_IN_SYSTEM, W_IN_SERVER, W_BUSY_CONNS, W_WAITERS, W_LAT_SUM, W_LAT_MAX,
- W_P50, W_P90, W_P99, W_P999, W_HZ, N_WF) = range(18)
-N_CPU = 6  # the first N_CPU rows of wf are CPU activities
+ W_CPU_EVICTION, W_IN_SYSTEM, W_IN_SERVER, W_BUSY_CONNS, W_WAITERS, W_LAT_SUM, W_LAT_MAX,
+ W_P50, W_P90, W_P99, W_P999, W_HZ, N_WF) = range(19)
+N_CPU = 7  # the first N_CPU rows of wf are CPU activities
 (WI_COMMANDS, WI_DONE, WI_ISSUED, WI_CYCLES, WI_CONNECTED, WI_IN_FLIGHT, WI_REJECTED,
- WI_OPENED, WI_CLOSED, WI_HITS, WI_MISSES, WI_EXPIRED,
+ WI_OPENED, WI_CLOSED, WI_HITS, WI_MISSES, WI_EXPIRED, WI_EVICTED, WI_OOM,
  # gauges at each window's end (model/memory.py)
- WI_USED_MEMORY, WI_KEYS, WI_EXPIRES, WI_BUCKETS, WI_MEM_CLIENTS, N_WI) = range(18)
+ WI_USED_MEMORY, WI_KEYS, WI_EXPIRES, WI_BUCKETS, WI_MEM_CLIENTS, N_WI) = range(20)
 
 Conns = namedtuple("Conns", [
     "pool",  # owning pool
@@ -148,16 +159,26 @@ Tables = namedtuple("Tables", [
     "tr_cmd", "tr_req_bytes", "tr_reply_bytes", "tr_elems", "tr_value", "tr_time",
     "tr_big_first", "tr_big_period", "tr_big_n", "tr_big_len",
     "cmd_effect",  # what the command does to the keyspace (db.EFFECT_*)
+    "cmd_denyoom",  # 1: refused with -OOM when eviction fails
     "zipf_cdf",
 ])
 
 Keys = namedtuple("Keys", [
     "cost",  # bytes the key allocates (objects.string_key_bytes); 0 = absent
     "vlen",  # value length, bytes (-1: an integer value)
-    "lru",  # LRU clock (s, 24 bits) at the last access
+    "lru",  # LRU clock (s, 24 bits) at the last access; LFU policies: ldt << 8 | counter
     "expire",  # absolute expire time, s; inf = no TTL
+    "pos",  # its place in `dense` (the main dict's entries)
+    "xpos",  # its place in `xdense` (the expires dict's entries), -1 if no TTL
+    "dense",  # positions 0..keys-1: the present keys (what the main dict holds)
+    "xdense",  # positions 0..expires-1: the keys with a TTL
 ])
-"""The keyspace (db 0): one row per key id. Every group's key k is the same key."""
+"""The keyspace (db 0): one row per key id (every group's key k is the same key),
+plus the two dicts' entry lists, which sampling draws from."""
+
+EvPool = namedtuple("EvPool", ["key", "idle"])
+"""The eviction pool (``EvictionPoolLRU``): up to 16 candidates, best (highest
+idle score) last."""
 
 Heap = namedtuple("Heap", ["t", "seq", "kind", "id"])
 Lines = namedtuple("Lines", [
@@ -169,12 +190,17 @@ Wheel = namedtuple("Wheel", [
     "t", "seq", "kind", "id", "next",  # per entry; `next` also links the free list
 ])
 Rng = namedtuple("Rng", ["buf", "pos"])
-Rec = namedtuple("Rec", ["wf", "wi", "hist", "whist"])
+Rec = namedtuple("Rec", [
+    "wf", "wi", "hist", "whist",
+    "evhist",  # performEvictions calls by duration: bucket b holds [2^b, 2^(b+1)) µs
+    "tofree",  # calls over the limit by mem_tofree: bucket b holds [2^b, 2^(b+1)) bytes
+])
 
 # The kernel sees one flat record: every field of the groups above, prefixed
 # with the group's short name (``cn_req``, ``gp_think_mean``, ``rc_wf``, ...).
 _PARTS = (("cn", Conns), ("rq", Reqs), ("pl", Pools), ("gp", Groups), ("tb", Tables),
-          ("ks", Keys), ("hp", Heap), ("wh", Wheel), ("ln", Lines), ("rg", Rng), ("rc", Rec))
+          ("ks", Keys), ("ep", EvPool), ("hp", Heap), ("wh", Wheel), ("ln", Lines), ("rg", Rng),
+          ("rc", Rec))
 World = namedtuple("World", ["F", "I"] + [f"{pre}_{f}" for pre, nt in _PARTS for f in nt._fields]
                    + ["ready", "pw"])
 """Every array the kernel reads or writes, by name.
@@ -190,7 +216,7 @@ FLOAT_FIELDS = frozenset(
      "gp_vs_low", "gp_vs_high", "gp_vs_sigma", "gp_idle_timeout", "gp_reap_interval",
      "gp_retry_backoff",
      "gp_start", "gp_trace_t0", "tb_cmd_fixed", "tb_cmd_per_byte", "tb_cmd_per_elem",
-     "tb_mix_cum", "tb_prof_t", "tb_prof_rate", "tb_tr_time", "tb_zipf_cdf", "ks_expire",
+     "tb_mix_cum", "tb_prof_t", "tb_prof_rate", "tb_tr_time", "tb_zipf_cdf", "ks_expire", "ep_idle",
      "hp_t", "wh_t", "ln_t",
      "rg_buf", "rc_wf"])
 """World fields holding float64; every other field holds int64."""
@@ -201,7 +227,7 @@ ROWS = {
     "rq": ("group", "pool", "t_issue", "next", "trace_pos", "active"),
     "pl": ("group", "max_size", "n_open", "lifo", "base", "idle_head", "idle_n", "free_n",
            "wait_head", "wait_tail", "wait_n"),
-    "ks": Keys._fields,
+    "ks": ("cost", "vlen", "lru", "expire", "pos", "xpos"),
     "hp": Heap._fields,
     "wh": ("t", "seq", "kind", "id", "next"),
 }

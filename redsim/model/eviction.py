@@ -1,0 +1,226 @@
+"""``performEvictions`` (``src/evict.c``): freeing memory before a command runs.
+
+Called before every command while ``maxmemory`` is set (reference §2.1–2.5):
+
+1. ``getMaxmemoryState``: ``mem_tofree = used − not_counted − maxmemory``; under
+   the limit the call returns at once (cost ``eviction-call``).
+2. Over it: ``noeviction`` fails; otherwise, until ``mem_freed ≥ mem_tofree``,
+   pick a victim and delete it. LRU/LFU/volatile-ttl fill the 16-entry pool
+   with ``maxmemory-samples`` keys drawn from the main dict (``allkeys-*``) or
+   the expires dict (``volatile-*``) and take the best entry still present;
+   the random policies take a random key. Every 16th key, the time limit from
+   ``maxmemory-eviction-tenacity`` is checked: past it, the ``evictionTimeProc``
+   timer takes over on later iterations (``EVICT_RUNNING``, nothing rejected).
+3. No candidate left: ``EVICT_FAIL``; a deny-oom command then gets ``-OOM``.
+
+Costs (seconds of main-thread time, from ``engine.cpu.eviction-*``): a call,
+a call over the limit, each key sampled, each key deleted. The time limit is
+measured in that modelled time.
+
+Sampling deviation: ``dictGetSomeKeys`` walks consecutive buckets from a
+random one; here each sample is an independent uniform draw from the dict's
+entries, which hash order makes nearly equivalent.
+"""
+
+from __future__ import annotations
+
+import math
+
+from redsim.model import lfu
+from redsim.model.db import LRU_CLOCK_MAX, db_delete, key_exists
+from redsim.model.jit import leaf, step
+from redsim.model.memory import not_counted_for_evict, used_memory
+from redsim.model.rng import uniform
+from redsim.model.state import (
+    C_EV_CALL,
+    C_EV_CHECK,
+    C_EV_DELETE,
+    C_EV_SAMPLE,
+    EV_POLICY,
+    EV_SAMPLES,
+    EV_TIME_LIMIT,
+    EV_TIMER,
+    KEYSPACE_STREAM,
+    KS_EXPIRES,
+    KS_KEYS,
+    LRU_CLOCK,
+    MAXMEMORY,
+    POLICY_ALLKEYS_LFU,
+    POLICY_ALLKEYS_RANDOM,
+    POLICY_NOEVICTION,
+    POLICY_VOLATILE_LFU,
+    POLICY_VOLATILE_LRU,
+    POLICY_VOLATILE_RANDOM,
+    POLICY_VOLATILE_TTL,
+    STAT_EVICTED,
+    WI_EVICTED,
+    T,
+)
+from redsim.observe.bins import count
+
+EVPOOL_SIZE = 16
+EVICT_OK = 0
+EVICT_RUNNING = 1
+EVICT_FAIL = 2
+KEYS_PER_CHECK = 16  # the time limit is checked every 16 evicted keys
+LOG2_BUCKETS = 64
+
+
+def time_limit(tenacity: int) -> float:
+    """``evictionTimeLimitUs`` in seconds (inf at 100): 50 µs per step up to 10,
+    then 15 % more per step (reference §2.4)."""
+    if tenacity <= 10:
+        return 50e-6 * tenacity
+    if tenacity < 100:
+        return 500e-6 * 1.15 ** (tenacity - 10)
+    return math.inf
+
+
+@leaf
+def log2_bucket(x):
+    """Bucket b with 2^b ≤ x < 2^(b+1) (0 for x < 2), like BCC's log2 histograms."""
+    b = 0
+    v = int(x)
+    while v > 1 and b < LOG2_BUCKETS - 1:
+        v >>= 1
+        b += 1
+    return b
+
+
+@leaf
+def volatile(w):
+    """Whether the policy evicts only keys with a TTL (``volatile-*``)."""
+    return w.I[EV_POLICY] >= POLICY_VOLATILE_LRU
+
+
+@leaf
+def idle_score(w, k):
+    """The pool's score of key k: higher is a better victim."""
+    p = w.I[EV_POLICY]
+    if p == POLICY_ALLKEYS_LFU or p == POLICY_VOLATILE_LFU:
+        return 255.0 - lfu.decr_and_return(w, w.ks_lru[k])
+    if p == POLICY_VOLATILE_TTL:
+        return -w.ks_expire[k]  # sooner expiry is better
+    clock = w.I[LRU_CLOCK]
+    lru = w.ks_lru[k]
+    idle = clock - lru if clock >= lru else clock + (LRU_CLOCK_MAX - lru)
+    return 1000.0 * idle  # estimateObjectIdleTime, ms
+
+
+@leaf
+def sample(w, use_expires):
+    """One key drawn uniformly from the main or the expires dict."""
+    I = w.I
+    u = uniform(w, I[KEYSPACE_STREAM])
+    if use_expires:
+        return w.ks_xdense[int(u * I[KS_EXPIRES])]
+    return w.ks_dense[int(u * I[KS_KEYS])]
+
+
+@step
+def pool_populate(w, use_expires):
+    """``evictionPoolPopulate``: insert better-than-worst samples into the pool;
+    returns the CPU spent, s."""
+    keys = w.ep_key
+    idles = w.ep_idle
+    n = w.I[EV_SAMPLES]
+    for _ in range(n):
+        k = sample(w, use_expires)
+        idle = idle_score(w, k)
+        i = 0
+        while i < EVPOOL_SIZE and keys[i] >= 0 and idles[i] < idle:
+            i += 1
+        if i == 0 and keys[EVPOOL_SIZE - 1] >= 0:
+            continue  # worse than the worst of a full pool
+        if i < EVPOOL_SIZE and keys[i] < 0:
+            pass  # an empty slot
+        elif keys[EVPOOL_SIZE - 1] < 0:  # room on the right: shift right from i
+            for j in range(EVPOOL_SIZE - 1, i, -1):
+                keys[j] = keys[j - 1]
+                idles[j] = idles[j - 1]
+        else:  # full: drop the worst (leftmost), shift left up to i−1
+            i -= 1
+            for j in range(i):
+                keys[j] = keys[j + 1]
+                idles[j] = idles[j + 1]
+        keys[i] = k
+        idles[i] = idle
+    return n * w.F[C_EV_SAMPLE]
+
+
+@leaf
+def in_candidates(w, k, use_expires):
+    """Whether key k still exists (in the dict the policy evicts from)."""
+    if not key_exists(w, k):
+        return False
+    return w.ks_xpos[k] >= 0 if use_expires else True
+
+
+@step
+def select_victim(w):
+    """A key to evict, or -1 if there is none; also returns the CPU spent, s."""
+    I = w.I
+    p = I[EV_POLICY]
+    use_expires = volatile(w)
+    n = I[KS_EXPIRES] if use_expires else I[KS_KEYS]
+    if n == 0:
+        return -1, 0.0
+    if p == POLICY_ALLKEYS_RANDOM or p == POLICY_VOLATILE_RANDOM:
+        return sample(w, use_expires), w.F[C_EV_SAMPLE]
+    cpu = 0.0
+    keys = w.ep_key
+    while True:
+        cpu += pool_populate(w, use_expires)
+        for i in range(EVPOOL_SIZE - 1, -1, -1):
+            k = keys[i]
+            if k < 0:
+                continue
+            keys[i] = -1
+            if in_candidates(w, k, use_expires):
+                return k, cpu
+        # every entry was a ghost: sample again
+
+
+@step
+def perform_evictions(w):
+    """One ``performEvictions`` call; returns (EVICT_*, CPU spent in s)."""
+    F = w.F
+    I = w.I
+    cpu = F[C_EV_CALL]
+    mem_tofree = used_memory(w) - not_counted_for_evict(w) - I[MAXMEMORY]
+    if mem_tofree <= 0:
+        record_call(w, cpu, 0)
+        return EVICT_OK, cpu
+    cpu += F[C_EV_CHECK]
+    if I[EV_POLICY] == POLICY_NOEVICTION:
+        record_call(w, cpu, mem_tofree)
+        return EVICT_FAIL, cpu
+    result = EVICT_OK
+    freed = 0
+    keys_freed = 0
+    while freed < mem_tofree:
+        k, spent = select_victim(w)
+        cpu += spent
+        if k < 0:
+            result = EVICT_FAIL
+            break
+        freed += db_delete(w, k)
+        cpu += F[C_EV_DELETE]
+        keys_freed += 1
+        I[STAT_EVICTED] += 1
+        count(w, WI_EVICTED, F[T], 1)
+        if keys_freed % KEYS_PER_CHECK == 0 and cpu > F[EV_TIME_LIMIT]:
+            I[EV_TIMER] = 1  # startEvictionTimeProc
+            break
+    if result != EVICT_FAIL and I[EV_TIMER]:
+        result = EVICT_RUNNING
+    record_call(w, cpu, mem_tofree)
+    return result, cpu
+
+
+@leaf
+def record_call(w, cpu, mem_tofree):
+    """funclatency-style histograms: call time (µs) and, over the limit, mem_tofree."""
+    w.rc_evhist[log2_bucket(cpu * 1e6)] += 1
+    if mem_tofree > 0:
+        w.rc_tofree[log2_bucket(mem_tofree)] += 1
