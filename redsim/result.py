@@ -233,7 +233,8 @@ def _memory_columns(ts: pd.DataFrame, wi: np.ndarray, scenario, length: np.ndarr
     ts["used_memory"] = used
     ts["used_memory_dataset"] = used - overhead
     ts["used_memory_overhead"] = overhead
-    ts["mem_clients_normal"] = clients
+    ts["mem_clients_normal"] = wi[S.WI_MEM_CLIENTS_INFO]  # as INFO reports it (lags)
+    ts["mem_clients_true"] = clients  # what used_memory holds for clients now
     ts["maxmemory"] = int(scenario.server.maxmemory)
     ts["keys"] = keys
     ts["expires"] = expires

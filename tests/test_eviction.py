@@ -15,7 +15,7 @@ import pytest
 from redsim import load_scenario, simulate
 from redsim.model import state as S
 from redsim.model.eviction import time_limit
-from redsim.model.memory import CLIENT_STRUCT_BYTES, STARTUP_BYTES
+from redsim.model.memory import STARTUP_BYTES
 from redsim.simulation import Simulation
 from tests.engine_helpers import ZERO_OVERHEAD
 
@@ -23,6 +23,9 @@ KEY_BYTES = 176
 N_KEYS = 1000
 # Used memory after the preload, before any client connects: 1 000 keys in 1 024 buckets.
 USED0 = STARTUP_BYTES["7.2"] + N_KEYS * KEY_BYTES + 8 * 1024
+# A 7.2 client when its first command runs (§3.6): struct 896 B, c->buf 16 KB, and
+# the query buffer of its first read, 16 KB non-greedy -> 20 480 B.
+CLIENT0 = 896 + 16384 + 20480
 
 
 @pytest.mark.parametrize("tenacity, limit_s", [
@@ -41,7 +44,7 @@ def _scenario(policy: str, over: int, *, mix=None, tenacity: int = 10, ttl=None,
     writes = {"SET": {"weight": 1, "ttl": ttl}} if ttl else {}
     return {"name": "evict", "duration": duration, "sample-interval": duration,
             "network": {"rtt": 0}, "engine": {"cpu": dict(ZERO_OVERHEAD)},
-            "server": {"maxmemory": USED0 + CLIENT_STRUCT_BYTES["7.2"] - over,
+            "server": {"maxmemory": USED0 + CLIENT0 - over,
                        "maxmemory-policy": policy,
                        "maxmemory-eviction-tenacity": tenacity},
             "clients": [{"think": think, "mix": mix or writes or {"GET": 1},
@@ -86,8 +89,9 @@ def test_lru_evicts_the_keys_idle_longest():
 
 
 def test_noeviction_refuses_writes_with_oom_and_serves_reads():
+    # 100 KB over: still over after clientsCron shrinks c->buf (−15 KB) at 0.1 s.
     mix = {"SET": 1, "GET": 1}
-    s = simulate(load_scenario(_scenario("noeviction", 1000, mix=mix, duration=0.2,
+    s = simulate(load_scenario(_scenario("noeviction", 100_000, mix=mix, duration=0.2,
                                          think=0.001))).summary
     assert s["evicted_keys"] == 0
     assert s["oom_rejected"] > 0
@@ -98,7 +102,7 @@ def test_noeviction_refuses_writes_with_oom_and_serves_reads():
 
 
 def test_volatile_policy_without_ttl_keys_behaves_like_noeviction():
-    s = simulate(load_scenario(_scenario("volatile-lru", 1000, mix={"SET": 1},
+    s = simulate(load_scenario(_scenario("volatile-lru", 100_000, mix={"SET": 1},
                                          duration=0.05, think=0.001))).summary
     assert s["evicted_keys"] == 0
     assert s["oom_rejected"] == s["total_commands_processed"] > 0

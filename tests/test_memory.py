@@ -137,6 +137,11 @@ def test_ledger_equals_the_sum_of_its_parts(sc):
     assert I[S.MEM_DATASET] == w.ks_cost.sum()
     assert I[S.KS_KEYS] == present.sum()
     assert I[S.KS_EXPIRES] == (present & np.isfinite(w.ks_expire)).sum()
+    # Client memory: the ledger's sums equal the per-connection values, which are
+    # zero exactly for connections Redis does not hold.
+    assert I[S.MEM_CLIENTS] == w.cn_mem.sum() and I[S.MEM_CLIENTS_INFO] == w.cn_mem_info.sum()
+    assert (w.cn_mem >= 0).all()
+    assert ((w.cn_mem > 0) <= (w.cn_is_open > 0)).all()
     # Each dict has room for its entries (a power of two, ≥ 4 once used).
     for used, size in ((I[S.KS_KEYS], I[S.KS_BUCKETS]), (I[S.KS_EXPIRES], I[S.KS_EXP_BUCKETS])):
         assert size == 0 or (size >= 4 and size & (size - 1) == 0)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from redsim.model import events
+from redsim.model import client_memory, events
 from redsim.model.jit import entry, leaf, step
 from redsim.model.ring import wrap
 from redsim.model.rng import draw, exponential, uniform
@@ -105,6 +105,7 @@ def close_connection(w, c, te):
     I = w.I
     p = w.cn_pool[c]
     w.cn_is_open[c] = 0
+    client_memory.free_client(w, c)  # freed here, not at freeClient on the main thread
     w.pl_n_open[p] -= 1
     w.pl_free_slots[w.pl_base[p] + w.pl_free_n[p]] = c
     w.pl_free_n[p] += 1

@@ -54,12 +54,13 @@ timer due exactly at a poll runs after that poll's file events.
 
 from __future__ import annotations
 
-from redsim.model import events
+from redsim.model import client_memory, events
 from redsim.model.call import call, pick_key, value_size
 from redsim.model.clients import handle_event
 from redsim.model.db import LRU_CLOCK_MAX, LRU_CLOCK_START, resize_dicts
 from redsim.model.eviction import EVICT_FAIL, EVICT_RUNNING, perform_evictions
 from redsim.model.jit import entry, leaf, step
+from redsim.model.memory import used_memory
 from redsim.model.protocol import big_args, reply_bytes, request_bytes
 from redsim.model.ring import wrap
 from redsim.model.rng import exponential, uniform
@@ -267,7 +268,14 @@ def read_query_from_client(w, c):
     if w.cn_new[c]:
         busy(w, W_CPU_CONNECTIONS, F[C_ACCEPT])
         w.cn_new[c] = 0
+        client_memory.create_client(w, c)
     budget = read_length(w, c)
+    readlen = budget
+    buffered = w.cn_partial[c]  # bytes of an unfinished command in the query buffer
+    big_len = 0
+    if buffered > 0 and w.cn_big_n[c] > 0 and buffered >= w.cn_big_first[c]:
+        big_len = w.cn_big_len[c]
+    client_memory.query_buffer_read(w, c, buffered, readlen, big_len)
     nread = 0
     executed = 0
     cpu = 0.0
@@ -304,6 +312,8 @@ def read_query_from_client(w, c):
     busy(w, W_CPU_COMMANDS, cpu)
     if evict_cpu > 0.0:
         busy(w, W_CPU_EVICTION, evict_cpu)
+    client_memory.reply_added(w, c)
+    client_memory.update(w, c)
     if executed > 0:
         I[STAT_COMMANDS] += executed
         count(w, WI_COMMANDS, F[T], executed)
@@ -341,12 +351,16 @@ def write_to_client(w, c):
     7.x gathers the buffers into one ``writev``; 6.2 makes one ``write`` per buffer.
     """
     F = w.F
+    I = w.I
     nbytes = w.cn_reply_bytes[c]
-    if nbytes > NET_MAX_WRITES_PER_EVENT:
+    # The 64 KB cap does not apply while used memory is at or over maxmemory.
+    if nbytes > NET_MAX_WRITES_PER_EVENT and not (
+            I[MAXMEMORY] > 0 and used_memory(w) >= I[MAXMEMORY]):
         nbytes = NET_MAX_WRITES_PER_EVENT
-    calls = writes_62(w, c, nbytes) if w.I[REDIS_62] else 1
+    calls = writes_62(w, c, nbytes) if I[REDIS_62] else 1
     busy(w, W_CPU_WRITE, F[C_WRITE] * calls + F[C_WRITE_B] * nbytes)
     w.cn_reply_bytes[c] -= nbytes
+    client_memory.update(w, c)
     if w.cn_reply_bytes[c] > 0:
         return False
     if w.cn_cmds_left[c] == 0 and w.cn_req[c] >= 0:
@@ -437,6 +451,7 @@ def server_cron(w):
     if visited < CLIENTS_CRON_MIN_ITERATIONS:
         visited = min(numclients, CLIENTS_CRON_MIN_ITERATIONS)
     busy(w, W_CPU_CRON, F[C_CRON] + F[C_CRON_CLIENT] * visited)
+    client_memory.clients_cron(w, visited)
     I[LRU_CLOCK] = (int(F[T]) + LRU_CLOCK_START) & LRU_CLOCK_MAX  # server.lruclock, 1 s
     resize_dicts(w)  # databasesCron (no fork child yet)
     F[T_LAST_CRON] = F[T]
@@ -462,6 +477,7 @@ def run(world, t_stop):
             if F[T] >= t_stop:
                 return RET_STOP
             t_iter = F[T]
+            snapshot_gauges(w, t_iter)  # main-thread state (memory) changes too
             busy(w, W_CPU_ITERATION, F[C_ITER])
             handle_clients_with_pending_writes(w)
             # The poll's timeout runs to the next timer. 7.x computes it after
@@ -503,6 +519,7 @@ def run(world, t_stop):
                 F[T] = wake
                 if not cron_first:
                     return RET_STOP
+        snapshot_gauges(w, F[T])
         # File events: the connections ready at this poll, in readiness order.
         if I[PENDING_CLOSE] > 0:
             busy(w, W_CPU_CONNECTIONS, F[C_CLOSE] * I[PENDING_CLOSE])

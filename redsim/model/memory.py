@@ -6,24 +6,21 @@ its size class. Modelled parts, all in bytes:
 - ``used_memory_startup``: an empty server (``MEM_STARTUP``);
 - the dataset's keys: Σ ``objects.string_key_bytes`` (``MEM_DATASET``);
 - the dicts' bucket arrays: 8 bytes per bucket of the main and expires dicts;
-- clients: per connection, the client struct as allocated at connect (6.2:
-  16 992 B with its 16 KB reply buffer inside → 20 480 B; 7.x: 776 B → 896 B
-  plus a separate 16 KB ``c->buf``).
+- clients: structs, query buffers, reply buffers and lists
+  (``client_memory``).
 
-Not yet modelled (issue #3 continues): query buffers and reply lists, their
-growth and ``clientsCron`` trimming, the 7.x reply-buffer shrink, replication
-and AOF buffers (and so ``mem_not_counted_for_evict``, 0 here).
+Not yet modelled: replication and AOF buffers (and so
+``mem_not_counted_for_evict``, 0 here), lazy-free memory in flight.
 """
 
 from __future__ import annotations
 
 from redsim.model.jit import leaf
 from redsim.model.state import (
-    CLIENT_STRUCT,
-    CONNECTED,
     KS_BUCKETS,
     KS_EXP_BUCKETS,
     MAXMEMORY,
+    MEM_CLIENTS,
     MEM_DATASET,
     MEM_STARTUP,
 )
@@ -32,15 +29,14 @@ POINTER = 8  # bytes per dict bucket (a dictEntry pointer)
 
 # Typical INFO `used_memory_startup` of an empty x86-64 server, bytes.
 STARTUP_BYTES = {"6.2": 803_952, "7.0": 862_128, "7.2": 865_776}
-CLIENT_STRUCT_BYTES = {"6.2": 20_480, "7.0": 896 + 16_384, "7.2": 896 + 16_384}
-"""Per connected client at connect: the struct's size class, plus (7.x) c->buf."""
+CLIENT_STRUCT_BYTES = {"6.2": 20_480, "7.0": 896, "7.2": 896}
+"""The client struct's size class: 6.2's holds the 16 KB reply buffer."""
 
 
 @leaf
 def clients_memory(w):
-    """Bytes held by connected clients (normal clients only)."""
-    I = w.I
-    return I[CONNECTED] * I[CLIENT_STRUCT]
+    """Bytes held by normal clients: structs and buffers (``client_memory``)."""
+    return w.I[MEM_CLIENTS]
 
 
 @leaf

@@ -34,14 +34,15 @@ import numpy as np
  REDIS_62,  # 1 for redis-version 6.2 (reads, writes and poll timeout differ)
  # the keyspace and the memory ledger (model/db.py, model/memory.py); bytes
  KS_CAP, KS_KEYS, KS_EXPIRES, KS_BUCKETS, KS_EXP_BUCKETS, MEM_DATASET, MEM_STARTUP,
- CLIENT_STRUCT, MAXMEMORY, Q16, SHARED_INTS, LRU_CLOCK, STAT_HITS, STAT_MISSES, STAT_EXPIRED,
+ CLIENT_STRUCT, MEM_CLIENTS, MEM_CLIENTS_INFO, CC_CURSOR, MAXMEMORY, Q16, SHARED_INTS,
+ LRU_CLOCK, STAT_HITS, STAT_MISSES, STAT_EXPIRED,
  # eviction (model/eviction.py)
  EV_POLICY, EV_SAMPLES, EV_TIMER, EV_POOL_N, STAT_EVICTED, STAT_OOM, LFU_LOG_FACTOR,
  LFU_DECAY_TIME, KEYSPACE_STREAM,
  # sizes (the kernel indexes raw pointers, which do not know their length)
  N_CONNS, N_POOLS, N_GROUPS, HEAP_CAP, RNG_SIZE,
  # the timing wheel (model/wheel.py)
- WH_EPOCH, WH_N, WH_FREE, WH_MASK, N_I) = range(65)
+ WH_EPOCH, WH_N, WH_FREE, WH_MASK, N_I) = range(68)
 
 # Event-loop phases: where the kernel resumes.
 PH_BEFORE_SLEEP = 0
@@ -91,7 +92,8 @@ N_CPU = 7  # the first N_CPU rows of wf are CPU activities
 (WI_COMMANDS, WI_DONE, WI_ISSUED, WI_CYCLES, WI_CONNECTED, WI_IN_FLIGHT, WI_REJECTED,
  WI_OPENED, WI_CLOSED, WI_HITS, WI_MISSES, WI_EXPIRED, WI_EVICTED, WI_OOM,
  # gauges at each window's end (model/memory.py)
- WI_USED_MEMORY, WI_KEYS, WI_EXPIRES, WI_BUCKETS, WI_MEM_CLIENTS, N_WI) = range(20)
+ WI_USED_MEMORY, WI_KEYS, WI_EXPIRES, WI_BUCKETS, WI_MEM_CLIENTS, WI_MEM_CLIENTS_INFO,
+ N_WI) = range(21)
 
 Conns = namedtuple("Conns", [
     "pool",  # owning pool
@@ -113,6 +115,12 @@ Conns = namedtuple("Conns", [
     "reply_nodes",  # 6.2: reply buffers holding them (c->buf + list nodes), one write() each
     "tail_room",  # 6.2: free bytes in the last of those buffers
     "in_pw",  # 1 while on the clients-pending-write list
+    # what the connection holds in used_memory (model/client_memory.py), bytes
+    "qb_alloc", "qb_peak",  # query buffer allocation and querybuf_peak
+    "t_read",  # last read (lastinteraction), s
+    "buf_usable", "buf_peak", "t_buf_reset",  # 7.x c->buf size, peak fill, peak reset time
+    "mem",  # everything the client holds now; 0 = no client (not accepted)
+    "mem_info",  # what INFO last counted for it (at its clientsCron visit)
     "new",  # 1 until Redis has done the accept work for it
     "t_arrive",  # when the current request reached the server socket
     "t_checkout",  # when the client took it from the pool for the current request
@@ -211,7 +219,8 @@ the kernel reaches the same arrays through a table of pointers (``model.world``)
 """
 
 FLOAT_FIELDS = frozenset(
-    ["F", "cn_next_scale", "cn_t_arrive", "cn_t_checkout", "cn_t_idle", "rq_t_issue",
+    ["F", "cn_next_scale", "cn_t_read", "cn_t_buf_reset", "cn_t_arrive", "cn_t_checkout",
+     "cn_t_idle", "rq_t_issue",
      "gp_think_mean", "gp_think_low", "gp_think_high", "gp_think_sigma", "gp_vs_mean",
      "gp_vs_low", "gp_vs_high", "gp_vs_sigma", "gp_idle_timeout", "gp_reap_interval",
      "gp_retry_backoff",

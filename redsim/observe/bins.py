@@ -25,6 +25,7 @@ from redsim.model.state import (
     KS_KEYS,
     LAT_N,
     LAT_SUM,
+    MEM_CLIENTS_INFO,
     N_WIN,
     SNAP_WIN,
     T_NEXT_SNAP,
@@ -43,6 +44,7 @@ from redsim.model.state import (
     WI_IN_FLIGHT,
     WI_KEYS,
     WI_MEM_CLIENTS,
+    WI_MEM_CLIENTS_INFO,
     WI_USED_MEMORY,
 )
 from redsim.model.world import as_world
@@ -145,6 +147,7 @@ def snapshot_gauges(w, te):
         w.rc_wi[cell(I, WI_EXPIRES, k)] = I[KS_EXPIRES]
         w.rc_wi[cell(I, WI_BUCKETS, k)] = I[KS_BUCKETS] + I[KS_EXP_BUCKETS]
         w.rc_wi[cell(I, WI_MEM_CLIENTS, k)] = clients_memory(w)
+        w.rc_wi[cell(I, WI_MEM_CLIENTS_INFO, k)] = I[MEM_CLIENTS_INFO]
         I[SNAP_WIN] = k + 1
         F[T_NEXT_SNAP] += F[DT]
 
