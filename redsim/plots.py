@@ -34,6 +34,7 @@ CPU_ORDER: tuple[str, ...] = (
     "cpu_cron",
     "cpu_connections",
     "cpu_eviction",
+    "cpu_expire",
     "cpu_idle",
 )
 """Stacking order of the main-thread CPU-share columns; other ``cpu_*`` columns follow."""

@@ -24,6 +24,7 @@ CPU_COLUMNS = {
     "cpu_cron": S.W_CPU_CRON,  # serverCron incl. clientsCron
     "cpu_connections": S.W_CPU_CONNECTIONS,  # accept/createClient, freeClient
     "cpu_eviction": S.W_CPU_EVICTION,  # performEvictions
+    "cpu_expire": S.W_CPU_EXPIRE,  # activeExpireCycle (slow and fast)
 }
 
 
@@ -148,6 +149,7 @@ class Result:
             "keyspace_misses": int(w.I[S.STAT_MISSES]),
             "expired_keys": int(w.I[S.STAT_EXPIRED]),
             "evicted_keys": int(w.I[S.STAT_EVICTED]),
+            "expired_time_cap_reached_count": int(w.I[S.STAT_EXPIRE_CAPPED]),
             "oom_rejected": int(w.I[S.STAT_OOM]),
             "scenario_hash": scenario_hash(scenario),
         }

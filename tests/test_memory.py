@@ -146,3 +146,41 @@ def test_ledger_equals_the_sum_of_its_parts(sc):
     for used, size in ((I[S.KS_KEYS], I[S.KS_BUCKETS]), (I[S.KS_EXPIRES], I[S.KS_EXP_BUCKETS])):
         assert size == 0 or (size >= 4 and size & (size - 1) == 0)
         assert used <= size or size == 0 and used == 0
+
+
+def _expiring(n_keys: int, ttl: float, effort: int = 1) -> dict:
+    """``n_keys`` keys preloaded with TTLs uniform in (0, ttl], and nobody reads them."""
+    return {"name": "expire", "duration": 2 * ttl, "sample-interval": ttl / 4,
+            "server": {"active-expire-effort": effort},
+            "clients": [{"start": 100 * ttl, "mix": {"SET": {"ttl": ttl}},
+                         "keyspace": {"keys": n_keys, "preload": 1.0}}]}
+
+
+def test_active_expiry_removes_keys_nobody_reads():
+    # 20 000 keys expire uniformly over 10 s, 2 000/s: each slow cycle (10 per s)
+    # must delete ~200. It samples 20 keys per loop and loops again only while
+    # more than 2 of them had expired, so expired keys linger: with a stale share
+    # f, a cycle deletes ~20 f / P(Bin(20, f) <= 2) keys, which is 200 at f ~ 0.31.
+    # The cursor sweeps rather than samples at random (less variance, so fewer
+    # early stops): at 5 s the keys present lie between the 10 000 unexpired and
+    # 10 000 / (1 - 0.31) ~ 14 500.
+    r = simulate(load_scenario(_expiring(20_000, 10.0)))
+    ts = r.timeseries
+    assert 10_000 <= ts.loc[5.0, "keys"] <= 14_500
+    # Once nothing is left unexpired every loop finds > 10 % stale: all go.
+    assert r.summary["expired_keys"] == 20_000
+    assert ts["keys"].iloc[-1] == 0
+
+
+def test_expiry_cpu_stays_within_the_slow_cycle_budget():
+    # 200 000 keys expiring within 1 s need ~430 ms of deletes (2.15 µs each): the
+    # slow cycle stops at its 25 ms per 100 ms tick (checked every 16 loops: up to
+    # 16 × 20 keys late), and after a capped cycle the fast one adds at most 1 ms
+    # per 2 ms. So the share is bounded by 25 % + 50 % (+ the overshoot). With no
+    # clients the loop only wakes for serverCron, whose next run is 100 ms after
+    # the 25 ms cycle *ends*, and one fast cycle (1 ms) runs per wake: ~26/126.
+    r = simulate(load_scenario(_expiring(200_000, 1.0)))
+    assert r.summary["expired_time_cap_reached_count"] > 0
+    share = r.timeseries["cpu_expire"]
+    assert share.max() == pytest.approx(26 / 126, abs=0.02)
+    assert share.max() <= 0.25 + 0.5 + 0.05

@@ -423,6 +423,10 @@ class Cpu(_Model):
     """Per key sampled into the eviction pool (a cache miss and a score), µs."""
     eviction_delete: CostUs = 2.0
     """Per key evicted: dbDelete, free, keyspace event, propagation of the DEL, µs."""
+    expire_sample: CostUs = 0.15
+    """activeExpireCycle, per key looked at, µs."""
+    expire_delete: CostUs = 2.0
+    """activeExpireCycle, per expired key deleted, µs."""
     distribution: Annotated[ServiceDistribution, _literal(ServiceDistribution)] = "fixed"
     """Variability of command costs: fixed, or × a mean-1 exponential (M/M/1 checks)."""
     commands: Annotated[dict[str, CommandCost], _v(_parse_commands)] = Field(default_factory=dict)

@@ -311,7 +311,8 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
                    (S.C_CLOSE, cpu.close), (S.C_CRON, cpu.cron),
                    (S.C_CRON_CLIENT, cpu.clients_cron_per_client),
                    (S.C_EV_CALL, cpu.eviction_call), (S.C_EV_CHECK, cpu.eviction_check),
-                   (S.C_EV_SAMPLE, cpu.eviction_sample), (S.C_EV_DELETE, cpu.eviction_delete)):
+                   (S.C_EV_SAMPLE, cpu.eviction_sample), (S.C_EV_DELETE, cpu.eviction_delete),
+                   (S.C_EXP_SAMPLE, cpu.expire_sample), (S.C_EXP_DELETE, cpu.expire_delete)):
         F[idx] = v * US
     hz = min(max(int(server.hz), 1), 500)
     I[S.HZ_CONF] = hz
@@ -346,6 +347,8 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
     I[S.LFU_DECAY_TIME] = server.lfu_decay_time
     I[S.KEYSPACE_STREAM] = 1 + S.STREAMS_PER_GROUP * G
     I[S.LRU_CLOCK] = LRU_CLOCK_START
+    I[S.EXP_EFFORT] = server.active_expire_effort - 1
+    F[S.EXP_LAST_FAST] = -1.0
     I[S.WH_MASK] = n_buckets - 1
     I[S.WH_FREE] = 0
     F[S.WH_INV] = 1.0 / wh_width

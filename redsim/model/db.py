@@ -118,12 +118,19 @@ def access_field(w, old):
 
 @leaf
 def expires_add(w, k):
-    """Put key k in the expires dict."""
+    """Put key k in the expires dict, at a hashed position among its entries (the
+    entry there moves to the end), so that their order is unrelated to expiry."""
     I = w.I
-    I[KS_EXP_BUCKETS] = buckets_after_add(w, I[KS_EXPIRES], I[KS_EXP_BUCKETS])
-    w.ks_xpos[k] = I[KS_EXPIRES]
-    w.ks_xdense[I[KS_EXPIRES]] = k
-    I[KS_EXPIRES] += 1
+    n = I[KS_EXPIRES]
+    I[KS_EXP_BUCKETS] = buckets_after_add(w, n, I[KS_EXP_BUCKETS])
+    j = ((k * 2654435761 + n * 40503) & 0x7FFFFFFF) % (n + 1)
+    if j < n:
+        other = w.ks_xdense[j]
+        w.ks_xdense[n] = other
+        w.ks_xpos[other] = n
+    w.ks_xdense[j] = k
+    w.ks_xpos[k] = j
+    I[KS_EXPIRES] = n + 1
 
 
 @leaf

@@ -59,6 +59,7 @@ from redsim.model.call import call, pick_key, value_size
 from redsim.model.clients import handle_event
 from redsim.model.db import LRU_CLOCK_MAX, LRU_CLOCK_START, resize_dicts
 from redsim.model.eviction import EVICT_FAIL, EVICT_RUNNING, perform_evictions
+from redsim.model.expire import active_expire_cycle
 from redsim.model.jit import entry, leaf, step
 from redsim.model.memory import used_memory
 from redsim.model.protocol import big_args, reply_bytes, request_bytes
@@ -113,6 +114,7 @@ from redsim.model.state import (
     W_CPU_CONNECTIONS,
     W_CPU_CRON,
     W_CPU_EVICTION,
+    W_CPU_EXPIRE,
     W_CPU_ITERATION,
     W_CPU_READ,
     W_CPU_WRITE,
@@ -452,6 +454,9 @@ def server_cron(w):
         visited = min(numclients, CLIENTS_CRON_MIN_ITERATIONS)
     busy(w, W_CPU_CRON, F[C_CRON] + F[C_CRON_CLIENT] * visited)
     client_memory.clients_cron(w, visited)
+    spent = active_expire_cycle(w, False)  # databasesCron: the slow cycle
+    if spent > 0.0:
+        busy(w, W_CPU_EXPIRE, spent)
     I[LRU_CLOCK] = (int(F[T]) + LRU_CLOCK_START) & LRU_CLOCK_MAX  # server.lruclock, 1 s
     resize_dicts(w)  # databasesCron (no fork child yet)
     F[T_LAST_CRON] = F[T]
@@ -479,6 +484,9 @@ def run(world, t_stop):
             t_iter = F[T]
             snapshot_gauges(w, t_iter)  # main-thread state (memory) changes too
             busy(w, W_CPU_ITERATION, F[C_ITER])
+            spent = active_expire_cycle(w, True)  # the fast cycle
+            if spent > 0.0:
+                busy(w, W_CPU_EXPIRE, spent)
             handle_clients_with_pending_writes(w)
             # The poll's timeout runs to the next timer. 7.x computes it after
             # beforeSleep; 6.2 before it, so 6.2 sleeps beforeSleep's length too long.

@@ -24,7 +24,8 @@ import numpy as np
  C_ITER, C_READ, C_READ_B, C_WRITE, C_WRITE_B, C_ACCEPT, C_CLOSE, C_CRON, C_CRON_CLIENT,
  T_NEXT_SNAP, LAT_SUM, T_LAST_CRON, WH_INV, POLL_WAKE,
  # eviction costs, s (model/eviction.py); the time limit per call, s
- C_EV_CALL, C_EV_CHECK, C_EV_SAMPLE, C_EV_DELETE, EV_TIME_LIMIT, N_F) = range(26)
+ C_EV_CALL, C_EV_CHECK, C_EV_SAMPLE, C_EV_DELETE, EV_TIME_LIMIT,
+ C_EXP_SAMPLE, C_EXP_DELETE, EXP_LAST_FAST, N_F) = range(29)
 
 # ---- I: integer scalars -----------------------------------------------------
 (PHASE, HEAP_N, SEQ, CONNECTED, HZ_CONF, HZ, DYN_HZ, BATCHING, DIST_EXP,
@@ -39,10 +40,12 @@ import numpy as np
  # eviction (model/eviction.py)
  EV_POLICY, EV_SAMPLES, EV_TIMER, EV_POOL_N, STAT_EVICTED, STAT_OOM, LFU_LOG_FACTOR,
  LFU_DECAY_TIME, KEYSPACE_STREAM,
+ # active expiry (model/expire.py)
+ EXP_EFFORT, EXP_CURSOR, EXP_TIMELIMIT_EXIT, STAT_EXPIRE_CAPPED,
  # sizes (the kernel indexes raw pointers, which do not know their length)
  N_CONNS, N_POOLS, N_GROUPS, HEAP_CAP, RNG_SIZE,
  # the timing wheel (model/wheel.py)
- WH_EPOCH, WH_N, WH_FREE, WH_MASK, N_I) = range(68)
+ WH_EPOCH, WH_N, WH_FREE, WH_MASK, N_I) = range(72)
 
 # Event-loop phases: where the kernel resumes.
 PH_BEFORE_SLEEP = 0
@@ -86,9 +89,10 @@ DIST_LOGNORMAL = 3
 
 # Windowed float series (rows of Rec.wf) and int series (rows of Rec.wi).
 (W_CPU_COMMANDS, W_CPU_READ, W_CPU_WRITE, W_CPU_ITERATION, W_CPU_CRON, W_CPU_CONNECTIONS,
- W_CPU_EVICTION, W_IN_SYSTEM, W_IN_SERVER, W_BUSY_CONNS, W_WAITERS, W_LAT_SUM, W_LAT_MAX,
- W_P50, W_P90, W_P99, W_P999, W_HZ, N_WF) = range(19)
-N_CPU = 7  # the first N_CPU rows of wf are CPU activities
+ W_CPU_EVICTION, W_CPU_EXPIRE, W_IN_SYSTEM, W_IN_SERVER, W_BUSY_CONNS, W_WAITERS, W_LAT_SUM,
+ W_LAT_MAX,
+ W_P50, W_P90, W_P99, W_P999, W_HZ, N_WF) = range(20)
+N_CPU = 8  # the first N_CPU rows of wf are CPU activities
 (WI_COMMANDS, WI_DONE, WI_ISSUED, WI_CYCLES, WI_CONNECTED, WI_IN_FLIGHT, WI_REJECTED,
  WI_OPENED, WI_CLOSED, WI_HITS, WI_MISSES, WI_EXPIRED, WI_EVICTED, WI_OOM,
  # gauges at each window's end (model/memory.py)

@@ -1,0 +1,109 @@
+"""``activeExpireCycle`` (``src/expire.c``): deleting expired keys nobody reads.
+
+Reference §4.2, with ``e = active-expire-effort − 1``:
+
+- the **slow** cycle runs from serverCron each tick with a time limit of
+  ``(25 + 2e) %`` of the tick (25 ms at hz 10); the **fast** cycle runs from
+  beforeSleep, for at most ``1000 + 250e`` µs and not within twice that of the
+  last one — and, as in 6.2 and 7.2 (issue #15410), only after a cycle that
+  hit its time limit, because the stale-percentage trigger compares a
+  fraction with a percentage and never fires;
+- each loop samples ``20 + 5e`` keys of the expires dict from a persistent
+  cursor, deletes those past their time, and the cycle repeats while more than
+  ``10 − e`` % of a loop's samples had expired; the time is checked every 16
+  loops; a dict less than 1 % full is skipped.
+
+The expires dict's entries are kept in a pseudo-random order (each new entry
+swaps into a hashed position), so the cursor meets keys in no particular
+expiry order, as hash order does. Costs: ``engine.cpu.expire-sample`` per key
+looked at, ``engine.cpu.expire-delete`` per key deleted.
+"""
+
+from __future__ import annotations
+
+from redsim.model.db import db_delete
+from redsim.model.jit import leaf, step
+from redsim.model.state import (
+    C_EXP_DELETE,
+    C_EXP_SAMPLE,
+    EXP_CURSOR,
+    EXP_EFFORT,
+    EXP_LAST_FAST,
+    EXP_TIMELIMIT_EXIT,
+    HZ,
+    KS_EXP_BUCKETS,
+    KS_EXPIRES,
+    STAT_EXPIRE_CAPPED,
+    STAT_EXPIRED,
+    WI_EXPIRED,
+    T,
+)
+from redsim.observe.bins import count
+
+KEYS_PER_LOOP = 20  # ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP
+FAST_DURATION = 1000e-6  # ACTIVE_EXPIRE_CYCLE_FAST_DURATION, s
+SLOW_TIME_PERC = 25  # ACTIVE_EXPIRE_CYCLE_SLOW_TIME_PERC
+ACCEPTABLE_STALE = 10  # ACTIVE_EXPIRE_CYCLE_ACCEPTABLE_STALE, %
+CHECK_EVERY = 16  # loops between time checks
+
+
+@leaf
+def fast_duration(w):
+    return FAST_DURATION + 250e-6 * w.I[EXP_EFFORT]
+
+
+@step
+def active_expire_cycle(w, fast):
+    """One cycle; returns the CPU spent, s."""
+    F = w.F
+    I = w.I
+    e = I[EXP_EFFORT]
+    now = F[T]
+    if fast:
+        if not I[EXP_TIMELIMIT_EXIT]:
+            return 0.0
+        if now < F[EXP_LAST_FAST] + 2.0 * fast_duration(w):
+            return 0.0
+        F[EXP_LAST_FAST] = now
+        limit = fast_duration(w)
+    else:
+        limit = (SLOW_TIME_PERC + 2 * e) / 100.0 / I[HZ]
+    I[EXP_TIMELIMIT_EXIT] = 0
+    n = I[KS_EXPIRES]
+    if n == 0 or n * 100 < I[KS_EXP_BUCKETS]:
+        return 0.0
+    per_loop = KEYS_PER_LOOP + 5 * e
+    stale = ACCEPTABLE_STALE - e
+    cpu = 0.0
+    loops = 0
+    while True:
+        sampled = 0
+        expired = 0
+        for _ in range(per_loop):
+            n = I[KS_EXPIRES]
+            if n == 0:
+                break
+            pos = I[EXP_CURSOR]
+            if pos >= n:
+                pos = 0
+            k = w.ks_xdense[pos]
+            sampled += 1
+            cpu += F[C_EXP_SAMPLE]
+            if w.ks_expire[k] < now:
+                db_delete(w, k)  # the last entry moves into pos: look at pos again
+                expired += 1
+                cpu += F[C_EXP_DELETE]
+                I[EXP_CURSOR] = pos
+            else:
+                I[EXP_CURSOR] = pos + 1
+        if expired > 0:
+            I[STAT_EXPIRED] += expired
+            count(w, WI_EXPIRED, now, expired)
+        loops += 1
+        if loops % CHECK_EVERY == 0 and cpu > limit:
+            I[EXP_TIMELIMIT_EXIT] = 1
+            I[STAT_EXPIRE_CAPPED] += 1
+            break
+        if sampled == 0 or expired * 100 <= stale * sampled:
+            break
+    return cpu
