@@ -138,3 +138,18 @@ def test_allkeys_lru_evicts_only_what_the_writes_add():
     assert r.summary["evicted_keys"] > 0
     assert (ts["used_memory"] <= ts["maxmemory"] + KEY_BYTES).all()
     assert np.all(np.diff(ts["evicted_keys"]) >= 0)
+
+
+def test_one_call_can_evict_half_the_keyspace():
+    # maxmemory set to half the dataset and no time limit (tenacity 100): the first
+    # command's performEvictions evicts ~half of 100 000 keys, drawing ~250 000
+    # samples in one iteration (more than any pre-filled random buffer holds).
+    # The dict stays at 65 536 buckets: the preload is already over maxmemory when
+    # it fills them, so dictExpandAllowed refuses to double (load factor < 1.618).
+    n = 100_000
+    used = STARTUP_BYTES["7.2"] + n * KEY_BYTES + 8 * 65536 + CLIENT0
+    sc = _scenario("allkeys-lru", 0, tenacity=100)
+    sc["server"]["maxmemory"] = used - n * KEY_BYTES // 2
+    sc["clients"][0]["keyspace"] = {"keys": n, "preload": 1.0}
+    s = simulate(load_scenario(sc)).summary
+    assert s["evicted_keys"] == n // 2

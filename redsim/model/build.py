@@ -12,7 +12,7 @@ from redsim.model.db import LRU_CLOCK_START, preload
 from redsim.model.eviction import EVPOOL_SIZE, LOG2_BUCKETS, time_limit
 from redsim.model.histogram import N_BUCKETS
 from redsim.model.memory import CLIENT_STRUCT_BYTES, STARTUP_BYTES
-from redsim.model.rng import RandomStreams
+from redsim.model.rng import RandomStreams, server_seeds
 from redsim.model.trace import parse_trace
 from redsim.model.world import pack
 
@@ -287,7 +287,7 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
     # and one poll a few per source; a buffer twice that keeps refills between them.
     need = 8 * (C * max_pipeline + R) + 4096
     size = 1 << max(16, int(math.ceil(math.log2(need))))
-    streams = RandomStreams(seed, 2 + S.STREAMS_PER_GROUP * G, size)  # + the keyspace's
+    streams = RandomStreams(seed, 1 + S.STREAMS_PER_GROUP * G, size)
     rg = S.Rng(buf=streams.buf, pos=streams.pos)
 
     dt = scenario.sample_interval
@@ -345,7 +345,7 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
     F[S.EV_TIME_LIMIT] = time_limit(server.maxmemory_eviction_tenacity)
     I[S.LFU_LOG_FACTOR] = server.lfu_log_factor
     I[S.LFU_DECAY_TIME] = server.lfu_decay_time
-    I[S.KEYSPACE_STREAM] = 1 + S.STREAMS_PER_GROUP * G
+    I[S.KS_RNG1], I[S.KS_RNG2] = server_seeds(seed)
     I[S.LRU_CLOCK] = LRU_CLOCK_START
     I[S.EXP_EFFORT] = server.active_expire_effort - 1
     F[S.EXP_LAST_FAST] = -1.0

@@ -30,7 +30,7 @@ from redsim.model import lfu
 from redsim.model.db import LRU_CLOCK_MAX, db_delete, key_exists
 from redsim.model.jit import leaf, step
 from redsim.model.memory import not_counted_for_evict, used_memory
-from redsim.model.rng import uniform
+from redsim.model.rng import server_uniform
 from redsim.model.state import (
     C_EV_CALL,
     C_EV_CHECK,
@@ -40,7 +40,6 @@ from redsim.model.state import (
     EV_SAMPLES,
     EV_TIME_LIMIT,
     EV_TIMER,
-    KEYSPACE_STREAM,
     KS_EXPIRES,
     KS_KEYS,
     LRU_CLOCK,
@@ -111,7 +110,7 @@ def idle_score(w, k):
 def sample(w, use_expires):
     """One key drawn uniformly from the main or the expires dict."""
     I = w.I
-    u = uniform(w, I[KEYSPACE_STREAM])
+    u = server_uniform(w)
     if use_expires:
         return w.ks_xdense[int(u * I[KS_EXPIRES])]
     return w.ks_dense[int(u * I[KS_KEYS])]

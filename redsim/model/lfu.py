@@ -9,8 +9,8 @@ elapsed, then increments it with probability ``1 / ((counter − 5)·factor + 1)
 from __future__ import annotations
 
 from redsim.model.jit import leaf
-from redsim.model.rng import uniform
-from redsim.model.state import KEYSPACE_STREAM, LFU_DECAY_TIME, LFU_LOG_FACTOR, T
+from redsim.model.rng import server_uniform
+from redsim.model.state import LFU_DECAY_TIME, LFU_LOG_FACTOR, T
 
 LFU_INIT_VAL = 5
 COUNTER_MAX = 255
@@ -51,7 +51,7 @@ def log_incr(w, counter):
     if base < 0:
         base = 0
     p = 1.0 / (base * w.I[LFU_LOG_FACTOR] + 1)
-    if uniform(w, w.I[KEYSPACE_STREAM]) < p:
+    if server_uniform(w) < p:
         counter += 1
     return counter
 

@@ -23,6 +23,8 @@ from redsim.model.state import (
     DIST_FIXED,
     DIST_LOGNORMAL,
     DIST_UNIFORM,
+    KS_RNG1,
+    KS_RNG2,
     RNG_LOW,
     RNG_OVERRUN,
     RNG_SIZE,
@@ -97,3 +99,35 @@ def draw(w, s, kind, mean, low, high, sigma):
         z = math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
         return math.exp(math.log(mean) - 0.5 * sigma * sigma + sigma * z)
     return mean
+
+
+# L'Ecuyer's combined multiplicative generator (CACM 31(6), 1988): two 31-bit
+# LCGs, period ~2.3e18. Every product stays below 2^47, so the same integer
+# code is exact compiled and uncompiled.
+_M1, _A1 = 2147483563, 40014
+_M2, _A2 = 2147483399, 40692
+
+
+@leaf
+def server_uniform(w):
+    """Next uniform in (0, 1) from the keyspace's generator (eviction sampling, LFU).
+
+    Eviction can draw an unbounded number of samples in one event-loop iteration,
+    more than a pre-filled stream buffer holds, so it has a generator of its own
+    in two integer scalars of ``I`` instead.
+    """
+    I = w.I
+    x1 = (_A1 * I[KS_RNG1]) % _M1
+    x2 = (_A2 * I[KS_RNG2]) % _M2
+    I[KS_RNG1] = x1
+    I[KS_RNG2] = x2
+    z = (x1 - x2) % (_M1 - 1)
+    if z == 0:
+        z = _M1 - 1
+    return z / _M1
+
+
+def server_seeds(seed: int) -> tuple[int, int]:
+    """Initial states of ``server_uniform`` for a run's root seed (its own spawn key)."""
+    a, b = np.random.SeedSequence(seed, spawn_key=(0x4B455953,)).generate_state(2)
+    return 1 + int(a) % (_M1 - 1), 1 + int(b) % (_M2 - 1)

@@ -39,13 +39,13 @@ import numpy as np
  LRU_CLOCK, STAT_HITS, STAT_MISSES, STAT_EXPIRED,
  # eviction (model/eviction.py)
  EV_POLICY, EV_SAMPLES, EV_TIMER, EV_POOL_N, STAT_EVICTED, STAT_OOM, LFU_LOG_FACTOR,
- LFU_DECAY_TIME, KEYSPACE_STREAM,
+ LFU_DECAY_TIME, KS_RNG1, KS_RNG2,  # the keyspace's own generator (rng.server_uniform)
  # active expiry (model/expire.py)
  EXP_EFFORT, EXP_CURSOR, EXP_TIMELIMIT_EXIT, STAT_EXPIRE_CAPPED,
  # sizes (the kernel indexes raw pointers, which do not know their length)
  N_CONNS, N_POOLS, N_GROUPS, HEAP_CAP, RNG_SIZE,
  # the timing wheel (model/wheel.py)
- WH_EPOCH, WH_N, WH_FREE, WH_MASK, N_I) = range(72)
+ WH_EPOCH, WH_N, WH_FREE, WH_MASK, N_I) = range(73)
 
 # Event-loop phases: where the kernel resumes.
 PH_BEFORE_SLEEP = 0
