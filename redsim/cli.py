@@ -50,6 +50,9 @@ def summary_table(summary: dict) -> str:
          f"{summary['keyspace_hits']:,} / {summary['keyspace_misses']:,}"),
         ("expired / evicted keys", f"{summary['expired_keys']:,} / {summary['evicted_keys']:,}"),
         ("commands refused with -OOM", f"{summary['oom_rejected']:,}"),
+        ("eviction bursts", f"{summary['bursts']}" + (
+            f", every {summary['cycle_period_s'] / 60:.1f} min"
+            if summary["bursts"] > 1 else "")),
         ("connected clients (mean)", f"{summary['mean_connected_clients']:,.1f}"),
         ("busy connections (mean)", f"{summary['mean_busy_connections']:,.1f}"),
         ("queue at Redis (mean)", f"{summary['mean_queue_length']:,.2f}"),
@@ -82,6 +85,11 @@ def cmd_run(args) -> int:
     out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}-seed{seed}"
     result.save(out, plots=not args.no_plots)
     print(summary_table(result.summary))
+    if result.summary.get("eviction_calls_over_limit", 0) > 0:
+        from redsim.analysis.phases import format_table
+
+        print("\n  eviction cycles (redsim.analysis.phases):")
+        print(format_table(result.phases()))
     print(f"\n  wall time {wall:.1f} s, real-time factor {scenario.duration / wall:,.1f}")
     print(f"  run folder: {out}")
     return 0

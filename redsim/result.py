@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from redsim.analysis.phases import burst_summary, phases
 from redsim.model import state as S
 from redsim.model.histogram import _EDGES, quantiles
 
@@ -63,6 +64,23 @@ class Result:
     latency: Latency
     summary: dict[str, Any]
     provenance: dict[str, Any]
+    eviction_calls: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """performEvictions calls per log2 bucket: ``usecs_lo``/``usecs_hi`` and ``count``
+    (all calls), ``tofree_lo``/``tofree_hi`` bytes and ``tofree_count`` (calls over
+    the limit, by ``mem_tofree``)."""
+
+    def phases(self) -> pd.DataFrame:
+        """The eviction-cycle table (``redsim.analysis.phases``)."""
+        from redsim.analysis.phases import phases
+
+        return phases(self.timeseries)
+
+    def funclatency(self) -> str:
+        """performEvictions call times as BCC's ``funclatency --microseconds`` prints them."""
+        from redsim.analysis.phases import log2_histogram_text
+
+        c = self.eviction_calls
+        return log2_histogram_text("usecs", c["usecs_lo"], c["usecs_hi"], c["count"])
 
     @classmethod
     def from_world(cls, scenario, seed: int, w: S.World, info: dict, pending: int) -> Result:
@@ -155,6 +173,13 @@ class Result:
         }
         cycles = summary["eventloop_cycles_per_sec"]
         summary["commands_per_cycle"] = summary["ops_per_sec"] / cycles if cycles else 0.0
+        summary.update(burst_summary(phases(ts)))
+        b = np.arange(len(w.rc_evhist))
+        calls = pd.DataFrame({"usecs_lo": np.where(b == 0, 0, 2 ** b), "usecs_hi": 2 ** (b + 1) - 1,
+                              "count": w.rc_evhist.copy(), "tofree_lo": np.where(b == 0, 0, 2 ** b),
+                              "tofree_hi": 2 ** (b + 1) - 1, "tofree_count": w.rc_tofree.copy()})
+        summary["eviction_calls"] = int(w.rc_evhist.sum())
+        summary["eviction_calls_over_limit"] = int(w.rc_tofree.sum())
         provenance = {
             "redsim_version": __version__,
             "seed": seed,
@@ -171,7 +196,7 @@ class Result:
             provenance["simpy"] = simpy.__version__
         except ImportError:  # pragma: no cover
             pass
-        return cls(scenario, seed, ts, latency, summary, provenance)
+        return cls(scenario, seed, ts, latency, summary, provenance, calls)
 
     # -- the run folder ----------------------------------------------------------
 
@@ -195,6 +220,8 @@ class Result:
                                                      sort_keys=True) + "\n")
         self.timeseries.to_parquet(out / "timeseries.parquet")
         self.latency.table().to_csv(out / "latency_histogram.csv", index=False)
+        self.phases().to_csv(out / "cycles.csv", index=False)
+        self.eviction_calls.to_csv(out / "eviction_calls.csv", index=False)
         (out / "provenance.json").write_text(json.dumps(self.provenance, indent=2,
                                                         sort_keys=True) + "\n")
         if plots:

@@ -1,5 +1,7 @@
-"""Analysis helpers: closed-form queueing theory the simulator is validated against."""
+"""Analysis helpers: closed-form queueing theory the simulator is validated against,
+and the eviction-cycle (phase) analysis of a run."""
 
+from redsim.analysis.phases import burst_summary, format_table, phases
 from redsim.analysis.theory import (
     MvaResult,
     md1_mean_sojourn,
@@ -16,6 +18,9 @@ from redsim.analysis.theory import (
 )
 
 __all__ = [
+    "burst_summary",
+    "format_table",
+    "phases",
     "MvaResult",
     "md1_mean_sojourn",
     "md1_mean_wait",
