@@ -332,7 +332,6 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
     I[S.HEAP_CAP] = cap
     I[S.RNG_SIZE] = size
     version = scenario.redis_version
-    I[S.KS_CAP] = n_keys
     I[S.MEM_STARTUP] = STARTUP_BYTES[version]
     I[S.CLIENT_STRUCT] = CLIENT_STRUCT_BYTES[version]
     I[S.MAXMEMORY] = server.maxmemory

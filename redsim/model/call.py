@@ -23,7 +23,7 @@ from redsim.model.commands import (
     EFFECT_WRITE,
     SHAPE_MULTI_GET,
 )
-from redsim.model.db import NO_TTL, db_delete, expire_if_needed, key_exists, lookup_key, set_key
+from redsim.model.db import NO_TTL, db_delete, key_live, lookup_key, set_key
 from redsim.model.jit import leaf, step
 from redsim.model.protocol import bulk, digits, elements, header, value_bytes_moved
 from redsim.model.rng import draw, uniform
@@ -98,7 +98,7 @@ def call(w, c):
         elif effect == EFFECT_DELETE:
             for i in range(k):
                 kk = key if i == 0 else pick_key(w, g)
-                if key_exists(w, kk) and not expire_if_needed(w, kk):
+                if key_live(w, kk):
                     db_delete(w, kk)
         elif effect == EFFECT_EXISTS:
             for i in range(k):
@@ -112,7 +112,7 @@ def call(w, c):
                 set_key(w, key, key_len, INTEGER_VALUE, ttl)
             w.cn_next_reply[c] = 1 + digits(1000) + 2
         elif effect == EFFECT_EXPIRE:
-            if key_exists(w, key) and not expire_if_needed(w, key):
+            if key_live(w, key):
                 set_key(w, key, key_len, w.ks_vlen[key], w.cn_next_ttl[c])
     return w.cn_next_scale[c] * (w.tb_cmd_fixed[cmd] + w.tb_cmd_per_byte[cmd] * moved
                                  + w.tb_cmd_per_elem[cmd] * elements(shape, k, n))

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from redsim.model.jemalloc import size_class
 from redsim.model.jit import leaf, step
+from redsim.model.protocol import PROTO_IOBUF_LEN, PROTO_MBULK_BIG_ARG
 from redsim.model.state import (
     CC_CURSOR,
     CLIENT_STRUCT,
@@ -46,16 +47,13 @@ from redsim.model.state import (
     T,
 )
 
-PROTO_IOBUF_LEN = 16384
-PROTO_MBULK_BIG_ARG = 32768
 PROTO_REPLY_CHUNK_BYTES = 16384  # the initial c->buf, and the least a reply node holds
 PROTO_REPLY_MIN_BYTES = 1024  # the smallest 7.x c->buf
 REPLY_NODE_ALLOC = 20480  # a 16 KB node + 16 B header, as jemalloc sizes it
-REPLY_NODE_USABLE = 20464
+REPLY_NODE_USABLE = 20464  # what a 16 KB node holds: the class minus its 16-B header
 QUERYBUF_SLACK = 4096  # clientsCron trims only when it frees more than 4 KB
 IDLE_TRIM_S = 2.0  # a client idle this long has its query buffer trimmed
 BUF_PEAK_RESET_S = 5.0  # REPLY_BUFFER_DEFAULT_PEAK_RESET_TIME
-CLIENTS_CRON_MIN_ITERATIONS = 5
 
 
 @leaf

@@ -220,12 +220,19 @@ def expire_if_needed(w, k):
 
 
 @leaf
+def key_live(w, k):
+    """Whether key k exists once ``expireIfNeeded`` has run (what every lookup,
+    read or write, sees); no statistics."""
+    return key_exists(w, k) and not expire_if_needed(w, k)
+
+
+@leaf
 def lookup_key(w, k, touch):
     """``lookupKey``: the value length of key k, or None-like -2 on a miss
     (counted as a keyspace hit or miss). ``touch`` updates the LRU clock."""
     F = w.F
     I = w.I
-    if key_exists(w, k) and not expire_if_needed(w, k):
+    if key_live(w, k):
         I[STAT_HITS] += 1
         count(w, WI_HITS, F[T], 1)
         if touch:

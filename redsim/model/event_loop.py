@@ -56,13 +56,14 @@ from __future__ import annotations
 
 from redsim.model import client_memory, events
 from redsim.model.call import call, pick_key, value_size
+from redsim.model.client_memory import PROTO_REPLY_CHUNK_BYTES, REPLY_NODE_USABLE
 from redsim.model.clients import handle_event
 from redsim.model.db import LRU_CLOCK_MAX, LRU_CLOCK_START, resize_dicts
 from redsim.model.eviction import EVICT_FAIL, EVICT_RUNNING, perform_evictions
 from redsim.model.expire import active_expire_cycle
 from redsim.model.jit import entry, leaf, step
 from redsim.model.memory import used_memory
-from redsim.model.protocol import big_args, reply_bytes, request_bytes
+from redsim.model.protocol import PROTO_IOBUF_LEN, big_args, reply_bytes, request_bytes
 from redsim.model.ring import wrap
 from redsim.model.rng import exponential, uniform
 from redsim.model.state import (
@@ -129,9 +130,6 @@ from redsim.model.state import (
 from redsim.model.world import as_world
 from redsim.observe.bins import add_interval, count, snapshot_gauges
 
-PROTO_IOBUF_LEN = 16384  # bytes per read() (src/server.h)
-PROTO_REPLY_CHUNK_BYTES = 16384  # c->buf, and the least a new reply node holds (src/server.h)
-REPLY_NODE_USABLE = 20464  # a 16 KB node's room: jemalloc class 20 480 minus its 16 B header
 NET_MAX_WRITES_PER_EVENT = 65536  # bytes per client per write pass (src/networking.c)
 OOM_REPLY_BYTES = len("-OOM command not allowed when used memory > 'maxmemory'.\r\n")
 MAX_CLIENTS_PER_CLOCK_TICK = 200  # dynamic-hz threshold (src/server.h)

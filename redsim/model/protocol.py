@@ -25,6 +25,7 @@ from redsim.model.commands import (
 from redsim.model.jit import step
 
 INFO_REPLY_BYTES = 4000  # a default `INFO` reply is ~4 KB of text
+PROTO_IOBUF_LEN = 16384  # bytes per read() (src/server.h)
 PROTO_MBULK_BIG_ARG = 32768  # bulk arguments this long get their own reads (src/server.h)
 
 

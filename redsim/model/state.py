@@ -34,18 +34,18 @@ import numpy as np
  CUR_WIN, N_WIN, SNAP_WIN, LAT_N, MAXCLIENTS, BUSY_CONNS, WAITERS,
  REDIS_62,  # 1 for redis-version 6.2 (reads, writes and poll timeout differ)
  # the keyspace and the memory ledger (model/db.py, model/memory.py); bytes
- KS_CAP, KS_KEYS, KS_EXPIRES, KS_BUCKETS, KS_EXP_BUCKETS, MEM_DATASET, MEM_STARTUP,
+ KS_KEYS, KS_EXPIRES, KS_BUCKETS, KS_EXP_BUCKETS, MEM_DATASET, MEM_STARTUP,
  CLIENT_STRUCT, MEM_CLIENTS, MEM_CLIENTS_INFO, CC_CURSOR, MAXMEMORY, Q16, SHARED_INTS,
  LRU_CLOCK, STAT_HITS, STAT_MISSES, STAT_EXPIRED,
  # eviction (model/eviction.py)
- EV_POLICY, EV_SAMPLES, EV_TIMER, EV_POOL_N, STAT_EVICTED, STAT_OOM, LFU_LOG_FACTOR,
+ EV_POLICY, EV_SAMPLES, EV_TIMER, STAT_EVICTED, STAT_OOM, LFU_LOG_FACTOR,
  LFU_DECAY_TIME, KS_RNG1, KS_RNG2,  # the keyspace's own generator (rng.server_uniform)
  # active expiry (model/expire.py)
  EXP_EFFORT, EXP_CURSOR, EXP_TIMELIMIT_EXIT, STAT_EXPIRE_CAPPED,
  # sizes (the kernel indexes raw pointers, which do not know their length)
  N_CONNS, N_POOLS, N_GROUPS, HEAP_CAP, RNG_SIZE,
  # the timing wheel (model/wheel.py)
- WH_EPOCH, WH_N, WH_FREE, WH_MASK, N_I) = range(73)
+ WH_EPOCH, WH_N, WH_FREE, WH_MASK, N_I) = range(71)
 
 # Event-loop phases: where the kernel resumes.
 PH_BEFORE_SLEEP = 0
