@@ -38,15 +38,16 @@ REFERENCE = {
 }
 
 
-def run_engine(seconds: float) -> dict:
-    sc = load_scenario(REFERENCE, overrides=[f"duration={seconds}"])
+def run_engine(seconds: float, source=REFERENCE) -> dict:
+    """Time one run of ``source`` (a scenario dict or path) for ``seconds`` simulated."""
+    sc = load_scenario(source, overrides=[f"duration={seconds}"])
     t0 = time.perf_counter()
     r = Simulation(sc, progress=False).run()
     wall = time.perf_counter() - t0
     n = r.summary["requests_completed"]
     return {"sim_s": seconds, "wall_s": wall, "requests": n, "rtf": seconds / wall,
             "req_per_wall_s": n / wall, "utilisation": r.summary["utilisation"],
-            "throughput_rps": r.summary["throughput_rps"]}
+            "throughput_rps": r.summary["throughput_rps"], "bursts": r.summary.get("bursts")}
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-__all__ = ["CPU_ORDER", "plot_latency_histogram", "plot_overview"]
+__all__ = ["CPU_ORDER", "plot_cycles", "plot_latency_histogram", "plot_overview"]
 
 CPU_ORDER: tuple[str, ...] = (
     "cpu_commands",
@@ -192,7 +192,14 @@ def plot_overview(ts: pd.DataFrame, path: str | os.PathLike[str], title: str = "
     _panel_connections(axes[3], ts, x)
     if has_memory:
         _panel_memory(axes[4], ts, x)
-    for ax, letter in zip(axes, "abcde", strict=False):
+    _finish(fig, axes, x, title, path)
+
+
+def _finish(fig: Figure, axes: Sequence[Axes], x: np.ndarray, title: str,
+            path: str | os.PathLike[str], cycles: pd.DataFrame | None = None) -> None:
+    """Letter and grid the stacked panels, share the time axis, title and save."""
+    for ax, letter in zip(axes, "abcdefgh", strict=False):
+        _shade_phases(ax, cycles)
         ax.grid(True, alpha=0.3)
         ax.set_title(f"({letter})", loc="left", fontsize="small")
     if len(x):
@@ -201,6 +208,77 @@ def plot_overview(ts: pd.DataFrame, path: str | os.PathLike[str], title: str = "
     if title:
         fig.suptitle(title)
     _save(fig, path)
+
+
+def _shade_phases(ax: Axes, cycles: pd.DataFrame | None) -> None:
+    """Phase 2 in red, Phase 3 in amber, from a ``redsim.analysis.phases`` table."""
+    if cycles is None or cycles.empty:
+        return
+    for row in cycles.itertuples():
+        ax.axvspan(row.phase2_start, row.phase2_end, color="tab:red", alpha=0.15, lw=0)
+        if np.isfinite(row.phase3_end):
+            ax.axvspan(row.phase2_end, row.phase3_end, color="tab:orange", alpha=0.12, lw=0)
+
+
+def plot_cycles(
+    ts: pd.DataFrame,
+    path: str | os.PathLike[str],
+    cycles: pd.DataFrame | None = None,
+    title: str = "",
+) -> None:
+    """Write a PNG of the eviction cycle as the GitLab seed (S0) graphs it.
+
+    Panels, sharing the time axis (s): (a) ``used_memory`` near the limit with the
+    dashed ``maxmemory`` line (MB); (b) evicted keys/s; (c) requests/s served and
+    offered; (d) client-buffer memory: INFO's ``mem_clients_normal`` and the true
+    value (MB); (e) the main thread's time split: commands (with their reads and
+    writes), ``performEvictions``, everything else, idle. Phase 2 windows of
+    ``cycles`` (a ``redsim.analysis.phases`` table) are shaded red, Phase 3 amber.
+    """
+    x = _time_axis(ts)
+    fig = Figure(figsize=(_FIG_WIDTH_IN, _PANEL_HEIGHT_IN * 5 + 0.6), layout="constrained")
+    axes = fig.subplots(5, 1, sharex=True, squeeze=False)[:, 0]
+
+    ax = axes[0]
+    used = _col(ts, "used_memory") / _MIB
+    limit = _col(ts, "maxmemory") / _MIB
+    ax.plot(x, used, label="used_memory", linewidth=1.0)
+    ax.plot(x, limit, "k--", label="maxmemory", linewidth=1.0)
+    # The story is in the last few hundred MB below the limit, not in the dataset.
+    top = float(np.nanmax(limit)) if len(limit) else 1.0
+    low = float(np.nanmin(used[x >= x[0] + 60])) if len(used) > 60 else float(np.nanmin(used))
+    ax.set_ylim(max(0.0, min(low, top) - 0.15 * (top - min(low, top)) - 1), top * 1.01)
+    ax.set_ylabel("memory (MB)")
+    ax.legend(loc="lower left", fontsize="small")
+
+    ax = axes[1]
+    ax.plot(x, _col(ts, "evicted_per_sec"), color="tab:red", linewidth=1.0)
+    ax.set_ylabel("evicted keys/s")
+    ax.set_ylim(bottom=0)
+
+    _panel_throughput(axes[2], ts, x)
+
+    ax = axes[3]
+    _lines(ax, ts, x, [("mem_clients_normal", "mem_clients_normal (INFO)"),
+                       ("mem_clients_true", "true client memory")], scale=1 / _MIB)
+    ax.set_ylabel("client buffers (MB)")
+    ax.set_ylim(bottom=0)
+    ax.legend(loc="upper left", fontsize="small")
+
+    ax = axes[4]
+    def share(cols: Sequence[str]) -> np.ndarray:
+        return np.sum([np.nan_to_num(_col(ts, c)) for c in cols if c in ts.columns], axis=0)
+    requests = share(("cpu_commands", "cpu_read", "cpu_write"))
+    eviction = share(("cpu_eviction",))
+    idle = share(("cpu_idle",))
+    other = np.clip(1.0 - requests - eviction - idle, 0.0, 1.0)
+    ax.stackplot(x, [requests, eviction, other, idle],
+                 labels=["commands + I/O", "performEvictions", "other", "idle"],
+                 colors=["tab:blue", "tab:red", "tab:gray", "0.9"], linewidth=0)
+    ax.set_ylim(0.0, 1.0)
+    ax.set_ylabel("main-thread share")
+    ax.legend(loc="upper right", fontsize="x-small", ncol=4)
+    _finish(fig, axes, x, title, path, cycles)
 
 
 def plot_latency_histogram(

@@ -205,7 +205,10 @@ class Result:
 
         Files: ``scenario.yaml`` (resolved, every default filled in),
         ``summary.json``, ``timeseries.parquet``, ``latency_histogram.csv``,
-        ``overview.png`` and ``provenance.json``. Nothing in them depends on the
+        ``cycles.csv`` (the phase table), ``eviction_calls.csv`` and
+        ``funclatency.txt`` (performEvictions call times), ``overview.png``,
+        ``cycles.png`` (the S0-style figure, when maxmemory is set) and
+        ``provenance.json``. Nothing in them depends on the
         wall clock, so the same scenario and seed give byte-identical files.
         """
         import yaml
@@ -224,11 +227,16 @@ class Result:
         self.eviction_calls.to_csv(out / "eviction_calls.csv", index=False)
         (out / "provenance.json").write_text(json.dumps(self.provenance, indent=2,
                                                         sort_keys=True) + "\n")
+        if not self.eviction_calls.empty and self.eviction_calls["count"].sum():
+            (out / "funclatency.txt").write_text(self.funclatency() + "\n")
         if plots:
-            from redsim.plots import plot_overview
+            from redsim.plots import plot_cycles, plot_overview
 
-            plot_overview(self.timeseries, out / "overview.png",
-                          title=f"{self.scenario.name} (seed {self.seed})")
+            title = f"{self.scenario.name} (seed {self.seed})"
+            plot_overview(self.timeseries, out / "overview.png", title=title)
+            if "used_memory" in self.timeseries and self.scenario.server.maxmemory:
+                plot_cycles(self.timeseries, out / "cycles.png", self.phases(),
+                            title=f"{title}: the eviction cycle")
         return out
 
 

@@ -397,6 +397,11 @@ def _parse_commands(v: Any) -> dict[str, Any]:
 class Cpu(_Model):
     """Main-thread CPU costs, µs, besides the command procedures themselves."""
 
+    scale: Annotated[float, _v(parse_float, minimum=0, exclusive_min=True)] = 1.0
+    """Multiplier on every main-thread CPU cost below and in the command table
+    (dimensionless): 0.5 is a core twice as fast. The "CPU headroom" what-if: it
+    scales eviction and expiry work with the commands, as a faster core would."""
+
     iteration: CostUs = 1.0
     """Per event-loop iteration: epoll_wait + beforeSleep fixed work, µs."""
     read: CostUs = 2.5

@@ -50,6 +50,8 @@ def _command_table(scenario):
             per_byte[i] = cost.per_byte * US
         if cost.per_element is not None:
             per_elem[i] = cost.per_element * US
+    k = scenario.engine.cpu.scale
+    fixed, per_byte, per_elem = fixed * k, per_byte * k, per_elem * k
     namelen = np.array([len(c.name) for c in _TABLE], np.int64)
     effect = np.array([c.effect for c in _TABLE], np.int64)
     denyoom = np.array([1 if c.denyoom else 0 for c in _TABLE], np.int64)
@@ -313,7 +315,7 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
                    (S.C_EV_CALL, cpu.eviction_call), (S.C_EV_CHECK, cpu.eviction_check),
                    (S.C_EV_SAMPLE, cpu.eviction_sample), (S.C_EV_DELETE, cpu.eviction_delete),
                    (S.C_EXP_SAMPLE, cpu.expire_sample), (S.C_EXP_DELETE, cpu.expire_delete)):
-        F[idx] = v * US
+        F[idx] = v * US * cpu.scale
     hz = min(max(int(server.hz), 1), 500)
     I[S.HZ_CONF] = hz
     I[S.HZ] = hz
