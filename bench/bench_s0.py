@@ -5,8 +5,9 @@
 and reply buffers and clientsCron, 30 simulated minutes with three eviction
 bursts. Prints the real-time factor (simulated s / wall s) and simulated requests
 per wall second, next to the naive per-request SimPy model (`naive_simpy.py`) of
-the same load — 12,000 closed-loop connections at the same 25K req/s and ~89 %
-busy, queueing only, no memory — run for a shorter span, because it is slow.
+the same load — one closed-loop source per pooled connection at the engine's
+throughput and busy time per request, queueing only, no memory — run for a
+shorter span, because it is slow.
 
 Run: ``python bench/bench_s0.py [--minutes 30] [--naive-seconds 5]``. A short
 warm-up run first loads (or compiles) the kernel, so compile time is excluded.
@@ -24,10 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_engine import run_engine  # noqa: E402
 from naive_simpy import run_naive  # noqa: E402
 
+from redsim import load_scenario  # noqa: E402
+
 SCENARIO = ROOT / "scenarios" / "gitlab-2022.yaml"
-CONNECTIONS = 12_000
-RATE = 25_000.0      # req/s offered
-SERVICE_S = 35.6e-6  # main-thread time per request: 89 % busy at 25K req/s
 
 
 def main() -> None:
@@ -37,7 +37,13 @@ def main() -> None:
     a = ap.parse_args()
     run_engine(2.0, SCENARIO)  # load or compile the kernel
     eng = run_engine(a.minutes * 60.0, SCENARIO)
-    naive = run_naive(CONNECTIONS, CONNECTIONS / RATE, SERVICE_S, a.naive_seconds, seed=1)
+    # The naive model gets the same load: one source per pooled connection, the
+    # engine's throughput, and its busy time per request as the service time.
+    sc = load_scenario(SCENARIO)
+    conns = sum(g.processes * g.pool.max_size for g in sc.clients)
+    rate = eng["throughput_rps"]
+    service = eng["utilisation"] / rate
+    naive = run_naive(conns, conns / rate, service, a.naive_seconds, seed=1)
     print(f"redsim S0     : {eng['sim_s']:.0f} sim-s in {eng['wall_s']:.1f} s wall, "
           f"RTF {eng['rtf']:.1f}, {eng['req_per_wall_s']:,.0f} req/wall-s, "
           f"{eng['bursts']} bursts, {eng['utilisation']:.0%} busy")

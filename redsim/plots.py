@@ -247,7 +247,8 @@ def plot_cycles(
     # The story is in the last few hundred MB below the limit, not in the dataset.
     top = float(np.nanmax(limit)) if len(limit) else 1.0
     low = float(np.nanmin(used[x >= x[0] + 60])) if len(used) > 60 else float(np.nanmin(used))
-    ax.set_ylim(max(0.0, min(low, top) - 0.15 * (top - min(low, top)) - 1), top * 1.01)
+    low = min(low, top)
+    ax.set_ylim(max(0.0, low - 0.15 * (top - low) - 1), top * 1.01)
     ax.set_ylabel("memory (MB)")
     ax.legend(loc="lower left", fontsize="small")
 

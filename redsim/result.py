@@ -223,7 +223,8 @@ class Result:
                                                      sort_keys=True) + "\n")
         self.timeseries.to_parquet(out / "timeseries.parquet")
         self.latency.table().to_csv(out / "latency_histogram.csv", index=False)
-        self.phases().to_csv(out / "cycles.csv", index=False)
+        cycles = self.phases()
+        cycles.to_csv(out / "cycles.csv", index=False)
         self.eviction_calls.to_csv(out / "eviction_calls.csv", index=False)
         (out / "provenance.json").write_text(json.dumps(self.provenance, indent=2,
                                                         sort_keys=True) + "\n")
@@ -235,7 +236,7 @@ class Result:
             title = f"{self.scenario.name} (seed {self.seed})"
             plot_overview(self.timeseries, out / "overview.png", title=title)
             if "used_memory" in self.timeseries and self.scenario.server.maxmemory:
-                plot_cycles(self.timeseries, out / "cycles.png", self.phases(),
+                plot_cycles(self.timeseries, out / "cycles.png", cycles,
                             title=f"{title}: the eviction cycle")
         return out
 

@@ -80,9 +80,7 @@ def test_enough_maxmemory_the_cache_and_the_swing_fit():
     # All 3.05 M key ids present (preload 1.0) is the most the dataset can ever hold
     # (~7.0 GB); with the clients (~0.6 GB at the peak) it fits in 8 GB: no eviction
     # starts, whatever the CPU and the connections do.
-    r = simulate(load_scenario(SCENARIO, overrides=[
-        "duration=200s", "clients.0.keyspace.preload=1.0", "server.maxmemory=8gb"]),
-        seed=7, progress=False)
+    r = run("clients.0.keyspace.preload=1.0", "server.maxmemory=8gb")
     s = r.summary
     assert s["evicted_keys"] == 0 and not s["burst_detected"]
     assert s["used_memory_peak"] < 8 * 2**30

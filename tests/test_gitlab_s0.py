@@ -46,7 +46,8 @@ def runs():
 
 
 def _steady(cycles: pd.DataFrame) -> pd.DataFrame:
-    return cycles.iloc[1:][cycles.iloc[1:]["complete"]]
+    later = cycles.iloc[1:]
+    return later[later["complete"]]
 
 
 def _replication_means(runs, column: str) -> np.ndarray:
