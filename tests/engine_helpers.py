@@ -33,14 +33,18 @@ def open_mm1(lam: float, service_us: float, dist: str, duration: float, seed: in
     return sc
 
 
-def closed_mva(n: int, think_s: float, service_us: float, duration: float, seed: int) -> dict:
-    """n closed-loop sources with exponential think, one connection each."""
+def closed_mva(n: int, think_s: float, service_us: float, duration: float, seed: int,
+               one_process: bool = False) -> dict:
+    """n closed-loop sources with exponential think, one connection each: n
+    processes of one thread, or (``one_process``) one process of n threads
+    with a pool of n connections."""
+    procs, threads = (1, n) if one_process else (n, 1)
     sc = single_server(service_us, "exponential")
     sc.update({
         "name": f"closed-{n}", "duration": duration, "warmup": 10.0, "seed": seed,
         "sample-interval": 10.0,
-        "clients": [{"kind": "closed", "processes": n, "threads": 1,
+        "clients": [{"kind": "closed", "processes": procs, "threads": threads,
                      "think": {"distribution": "exponential", "mean": think_s},
-                     "pool": {"max-size": 1}, "mix": {"GET": 1}}],
+                     "pool": {"max-size": threads}, "mix": {"GET": 1}}],
     })
     return sc

@@ -25,7 +25,7 @@ from tests.engine_helpers import closed_mva, open_mm1
 SERVICE_US = 1000.0  # 1 ms mean service: mu = 1000/s
 MU = 1e6 / SERVICE_US
 REPLICATIONS = 10
-N_CHECKS = 15  # M/M/1: 3 loads × (mean, p99); M/D/1: 3; MVA: 3 populations × (X, R)
+N_CHECKS = 21  # M/M/1: 3 loads × (mean, p99); M/D/1: 3; MVA: 3 populations × 2 layouts × (X, R)
 LEVEL = 1.0 - 0.05 / N_CHECKS
 # Long enough for each replication mean to be roughly normal at every load;
 # heavier load relaxes more slowly, so it runs longer.
@@ -65,11 +65,15 @@ def test_md1_mean_sojourn_pollaczek_khinchine(rho):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("one_process", [False, True], ids=["n-processes", "n-threads"])
 @pytest.mark.parametrize("n, think", [(5, 0.010), (20, 0.010), (60, 0.020)])
-def test_closed_loop_matches_exact_mva(n, think):
+def test_closed_loop_matches_exact_mva(n, think, one_process):
     # One FCFS exponential server (1 ms) plus an infinite-server think station.
+    # Both layouts run as one uniformized think clock (model/clients.py); with
+    # n threads in one process the clock's ticks land on busy threads and must
+    # be skipped, so the thinking count per process is what is checked there.
     exact = mva(n, [SERVICE_US * 1e-6], think)
-    runs = _replicate(lambda s: closed_mva(n, think, SERVICE_US, 600.0, s))
+    runs = _replicate(lambda s: closed_mva(n, think, SERVICE_US, 600.0, s, one_process))
     _assert_in_ci([r.summary["throughput_rps"] for r in runs], exact.throughput,
                   f"MVA throughput n={n}")
     _assert_in_ci([r.summary["latency_mean_s"] for r in runs], exact.response_time,

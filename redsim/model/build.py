@@ -73,6 +73,8 @@ def _wheel_size(groups, n_slots: list[int]) -> tuple[float, int]:
     for grp, n in zip(groups, n_slots, strict=True):
         if grp.kind == "open":
             rate += max([grp.rate or 0.0] + [step.rate for step in grp.profile or []])
+        elif grp.kind == "closed" and grp.think.kind == "exponential" and grp.think.mean > 0:
+            rate += 1.0 / max(float(grp.think.mean), 1e-6)  # one clock, not one per source
         elif not (grp.kind == "trace" and grp.trace_timing == "recorded"):
             rate += n / max(float(grp.think.mean), 1e-6)
             sources += n
@@ -122,8 +124,16 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
         # arrivals (each process can hold max-size in flight + max-waiters waiting).
         g_fields["slot_base"].append(len(slot_group))
         recorded = kind == S.KIND_TRACE and grp.trace_timing == "recorded"
+        memoryless = (kind == S.KIND_CLOSED and grp.think.kind == "exponential"
+                      and float(grp.think.mean) > 0)
         if kind == S.KIND_OPEN or recorded:
             n_slots = min(grp.processes * (grp.pool.max_size + grp.pool.max_waiters), 2_000_000)
+            slot_pool.extend([-1] * n_slots)
+        elif memoryless:
+            # A process never has more requests out than its pool holds plus its
+            # waiters, plus one being rejected, nor more than it has threads.
+            n_slots = grp.processes * min(grp.threads,
+                                          grp.pool.max_size + grp.pool.max_waiters + 1)
             slot_pool.extend([-1] * n_slots)
         else:
             n_slots = grp.processes * grp.threads
@@ -188,7 +198,10 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
         g_fields["prof_pos"].append(g_fields["prof_start"][-1])
         g_fields["trace_t0"].append(grp.start)
         g_fields["trace_next"].append(0)
-        g_fields["free_n"].append(n_slots if (kind == S.KIND_OPEN or recorded) else 0)
+        g_fields["free_n"].append(n_slots if (kind == S.KIND_OPEN or recorded or memoryless)
+                                  else 0)
+        g_fields["memoryless"].append(1 if memoryless else 0)
+        g_fields["threads"].append(grp.threads)
         traces.append(grp)
 
     C = len(conn_pool)
@@ -235,6 +248,7 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
         base=i64(pool_base), idle_head=np.zeros(P, np.int64), idle_n=np.zeros(P, np.int64),
         free_n=i64(pool_max), wait_head=np.full(P, -1, np.int64),
         wait_tail=np.full(P, -1, np.int64), wait_n=np.zeros(P, np.int64),
+        thinking=i64([groups[g].threads for g in pool_group]),
         idle_ring=np.zeros(C, np.int64), free_slots=free_slots,
     )
     free_stack = np.arange(R, dtype=np.int64)[::-1].copy()
@@ -287,7 +301,11 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
 
     # One iteration can draw a few numbers per ready connection and per command,
     # and one poll a few per source; a buffer twice that keeps refills between them.
-    need = 8 * (C * max_pipeline + R) + 4096
+    # (start_sources draws one think time per timed source in one go; memoryless
+    # groups draw nothing per source.)
+    timed = sum(int(gp.n_slots[g]) for g in range(G)
+                if gp.kind[g] != S.KIND_OPEN and not gp.recorded[g] and not gp.memoryless[g])
+    need = 8 * (C * max_pipeline + timed) + 4096
     size = 1 << max(16, int(math.ceil(math.log2(need))))
     streams = RandomStreams(seed, 1 + S.STREAMS_PER_GROUP * G, size)
     rg = S.Rng(buf=streams.buf, pos=streams.pos)

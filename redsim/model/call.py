@@ -26,8 +26,9 @@ from redsim.model.commands import (
 from redsim.model.db import NO_TTL, db_delete, key_live, lookup_key, set_key
 from redsim.model.jit import leaf, step
 from redsim.model.protocol import bulk, digits, elements, header, value_bytes_moved
-from redsim.model.rng import draw, uniform
+from redsim.model.rng import draw, peek_uniform, uniform
 from redsim.model.state import T
+from redsim.model.world import prefetch
 
 NIL_REPLY = 5  # $-1\r\n
 INTEGER_VALUE = -1  # ks_vlen of a counter (INCR/DECR)
@@ -64,6 +65,21 @@ def pick_key(w, g):
     return _search(w.tb_zipf_cdf, base, base + w.gp_keys[g], u) - base
 
 
+@leaf
+def prefetch_extra_keys(w, g, k):
+    """Start loading the rows of the k−1 further keys a multi-key command is
+    about to draw (uniform key choice: the draws are known in advance), so
+    their cache misses overlap instead of following one another."""
+    if w.gp_zipf_base[g] >= 0:
+        return
+    s = w.gp_stream[g] + 1
+    n = w.gp_keys[g]
+    for i in range(k - 1):
+        u = peek_uniform(w, s, i)
+        if u >= 0.0:
+            prefetch(w.ks_cost, int(u * n))
+
+
 @step
 def call(w, c):
     """Run connection c's parsed command; returns its CPU cost, s, and leaves its
@@ -78,6 +94,8 @@ def call(w, c):
     if key >= 0 and effect != EFFECT_NONE:
         g = w.cn_group[c]
         key_len = w.gp_key_size[g]
+        if k > 1:
+            prefetch_extra_keys(w, g, k)
         if effect == EFFECT_READ:
             moved = 0
             rep = header(k) if shape == SHAPE_MULTI_GET else 0

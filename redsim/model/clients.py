@@ -12,6 +12,16 @@ FIFO waiter list. A reaper closes connections idle longer than
 BlockingConnectionPool, Jedis/commons-pool, go-redis), and it is what makes the
 number of busy connections follow λ·R.
 
+Closed loops with exponential think times run as one clock per group
+(*uniformization*, Jensen 1953): a Poisson clock at rate N/Z — N threads, mean
+think Z — ticks on a thread drawn uniformly, and the tick issues a request if
+that thread is thinking and does nothing otherwise. Each thread then sees a
+rate-1/Z Poisson clock while it thinks, which is exactly an exponential think
+time, because the exponential is memoryless. Only each process's count of
+thinking threads is kept, and request slots come from a free list sized for
+what can be out at once, so three million sources cost what a few thousand do.
+Other think distributions keep one timer per source.
+
 All functions here run on client time: the kernel processes these events in
 (time, sequence) order from the event list (``events.py``), independently of where the main
 thread's clock is.
@@ -33,6 +43,8 @@ from redsim.model.state import (
     EV_OPEN_ARRIVAL,
     EV_REAP,
     EV_REPLY,
+    EV_RESUME,
+    EV_THINK_CLOCK,
     EV_TRACE,
     IN_FLIGHT,
     KIND_OPEN,
@@ -186,7 +198,7 @@ def issue(w, r, te):
         I[IN_FLIGHT] -= 1
         I[REQ_REJECTED] += 1
         count(w, WI_REJECTED, te, 1)
-        finish_source(w, r, te + w.gp_retry_backoff[w.rq_group[r]])
+        finish_source(w, r, te, w.gp_retry_backoff[w.rq_group[r]])
 
 
 @leaf
@@ -196,15 +208,30 @@ def think_time(w, g):
                 w.gp_think_high[g], w.gp_think_sigma[g])
 
 
+@leaf
+def free_slot(w, g, r):
+    w.rq_free_stack[w.gp_slot_base[g] + w.gp_free_n[g]] = r
+    w.gp_free_n[g] += 1
+
+
 @step
-def finish_source(w, r, te):
-    """What a source does after its request ends: think and go again, or free the slot."""
+def finish_source(w, r, te, backoff):
+    """What a source does after its request ends at te (or is rejected, then
+    waiting ``backoff`` s first): think and go again, or free the slot."""
     g = w.rq_group[r]
     kind = w.gp_kind[g]
     if kind == KIND_OPEN or (kind == KIND_TRACE and w.gp_recorded[g]):
-        w.rq_free_stack[w.gp_slot_base[g] + w.gp_free_n[g]] = r
-        w.gp_free_n[g] += 1
+        free_slot(w, g, r)
         return
+    if w.gp_memoryless[g]:
+        free_slot(w, g, r)
+        p = w.rq_pool[r]
+        if backoff > 0.0:
+            events.push(w, te + backoff, EV_RESUME, p)
+        else:
+            w.pl_thinking[p] += 1
+        return
+    te += backoff
     if kind == KIND_TRACE:
         n_lines = w.gp_trace_end[g] - w.gp_trace_start[g]
         nxt = w.rq_trace_pos[r] + w.gp_pipeline[g]
@@ -241,7 +268,7 @@ def complete(w, c, te):
     else:
         w.cn_t_idle[c] = te
         pool_return(w, p, c)
-    finish_source(w, r, te)
+    finish_source(w, r, te, 0.0)
 
 
 @leaf
@@ -307,6 +334,32 @@ def open_arrival(w, g, te):
         events.push(w, t_next, EV_OPEN_ARRIVAL, g)
 
 
+@leaf
+def think_clock_gap(w, g):
+    """Time to the next tick of memoryless group g's think clock: Exp(N/Z), s."""
+    n = w.gp_processes[g] * w.gp_threads[g]
+    return exponential(w, w.gp_stream[g], w.gp_think_mean[g] / n)
+
+
+@step
+def think_clock(w, g, te):
+    """A tick of memoryless group g's clock: it lands on a uniformly drawn thread
+    (one uniform picks the process and, by its fraction, the thread within it)
+    and issues a request if that thread is thinking."""
+    nproc = w.gp_processes[g]
+    x = uniform(w, w.gp_stream[g]) * nproc
+    i = int(x)
+    p = w.gp_pool_base[g] + i
+    if (x - i) * w.gp_threads[g] < w.pl_thinking[p]:
+        r = take_slot(w, g)
+        if r < 0:
+            raise RuntimeError("no free request slot for a memoryless closed loop (a redsim bug)")
+        w.pl_thinking[p] -= 1
+        w.rq_pool[r] = p
+        issue(w, r, te)
+    events.push(w, te + think_clock_gap(w, g), EV_THINK_CLOCK, g)
+
+
 @step
 def trace_arrival(w, g, te):
     """A recorded-time trace line is due: send it, schedule the next line."""
@@ -344,6 +397,10 @@ def handle_event(w, kind, ident, te):
         open_arrival(w, ident, te)
     elif kind == EV_TRACE:
         trace_arrival(w, ident, te)
+    elif kind == EV_THINK_CLOCK:
+        think_clock(w, ident, te)
+    elif kind == EV_RESUME:
+        w.pl_thinking[ident] += 1
     elif kind == EV_REAP:
         reap(w, ident, te)
 
@@ -369,6 +426,8 @@ def start_sources(world):
                 events.push(w, t, EV_OPEN_ARRIVAL, g)
         elif kind == KIND_TRACE and w.gp_recorded[g]:
             events.push(w, start, EV_TRACE, g)
+        elif w.gp_memoryless[g]:  # every thread starts thinking at the group's start
+            events.push(w, start + think_clock_gap(w, g), EV_THINK_CLOCK, g)
         else:
             b = w.gp_slot_base[g]
             n = w.gp_n_slots[g]

@@ -58,6 +58,7 @@ from redsim.model import client_memory, events
 from redsim.model.call import call, pick_key, value_size
 from redsim.model.client_memory import PROTO_REPLY_CHUNK_BYTES, REPLY_NODE_USABLE
 from redsim.model.clients import handle_event
+from redsim.model.commands import EFFECT_READ
 from redsim.model.db import LRU_CLOCK_MAX, LRU_CLOCK_START, resize_dicts
 from redsim.model.eviction import EVICT_FAIL, EVICT_RUNNING, perform_evictions
 from redsim.model.expire import active_expire_cycle
@@ -127,7 +128,7 @@ from redsim.model.state import (
     WI_OOM,
     T,
 )
-from redsim.model.world import as_world
+from redsim.model.world import as_world, prefetch
 from redsim.observe.bins import add_interval, count, snapshot_gauges
 
 NET_MAX_WRITES_PER_EVENT = 65536  # bytes per client per write pass (src/networking.c)
@@ -153,9 +154,10 @@ def busy(w, row, cost):
 def generate_command(w, c):
     """Decide the next command the client on connection c sent, and its sizes.
 
-    Commands are drawn when Redis reads them rather than when they were sent:
-    nothing on the client side depends on their content, and drawing late
-    keeps one stream per group in a fixed order. The reply size set here is
+    Commands are drawn when their request reaches the server (the first) or
+    when Redis reads them (the rest of a pipeline) rather than when they were
+    sent: nothing on the client side depends on their content, and drawing
+    late keeps one stream per group in a fixed order. The reply size set here is
     the one a read would have on a hit; ``call`` corrects it from the keyspace.
     """
     I = w.I
@@ -190,7 +192,9 @@ def generate_command(w, c):
         k = w.tb_mix_keys[j]
         n = w.tb_mix_count[j]
         key = pick_key(w, g)
-        value = value_size(w, g)
+        # A read's value comes from the keyspace when it runs (call.py); only a
+        # command that carries a value needs one drawn.
+        value = 0 if w.tb_cmd_effect[cmd] == EFFECT_READ else value_size(w, g)
         key_size = w.gp_key_size[g]
         namelen = w.tb_cmd_namelen[cmd]
         ttl = w.tb_mix_ttl[j]
@@ -414,6 +418,15 @@ def client_event(w, te, kind, ident):
     if kind == EV_ARRIVE:
         w.cn_t_arrive[ident] = te
         ready_push(w, ident)
+        # Decide the request's first command now and start loading its key's
+        # row: the main thread reads this connection only after every one ahead
+        # of it in the ready list, by when the row is in cache.
+        if w.cn_next_cmd[ident] < 0:
+            generate_command(w, ident)
+        key = w.cn_next_key[ident]
+        if key >= 0:
+            prefetch(w.ks_cost, key)
+            prefetch(w.ks_expire, key)  # a row can straddle two cache lines
     else:
         handle_event(w, kind, ident, te)
 

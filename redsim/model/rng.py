@@ -42,7 +42,7 @@ class RandomStreams:
         self.buf = np.empty((n_streams, size), np.float64)
         self.pos = np.zeros(n_streams, np.int64)
         for s, g in enumerate(self.generators):
-            self.buf[s] = g.random(size)
+            g.random(out=self.buf[s])
 
     def refill(self) -> None:
         """Move each row's unread part to the front and draw fresh numbers behind it."""
@@ -52,8 +52,9 @@ class RandomStreams:
             if p == 0:
                 continue
             rest = size - p
-            self.buf[s, :rest] = self.buf[s, p:]
-            self.buf[s, rest:] = g.random(p)
+            row = self.buf[s]
+            row[:rest] = row[p:]
+            g.random(out=row[rest:])  # in place: no temporary, no second copy
             self.pos[s] = 0
 
 
@@ -72,6 +73,17 @@ def uniform(w, s):
     if p + 1 == n // 2:
         I[RNG_LOW] = 1
     return u
+
+
+@leaf
+def peek_uniform(w, s, i):
+    """The uniform stream ``s`` will return ``i`` draws from now, without
+    drawing it (-1.0 if it lies past the buffer's end)."""
+    n = w.I[RNG_SIZE]
+    p = w.rg_pos[s] + i
+    if p >= n:
+        return -1.0
+    return w.rg_buf[s * n + p]
 
 
 @leaf

@@ -25,7 +25,9 @@ import numpy as np
  T_NEXT_SNAP, LAT_SUM, T_LAST_CRON, WH_INV, POLL_WAKE,
  # eviction costs, s (model/eviction.py); the time limit per call, s
  C_EV_CALL, C_EV_CHECK, C_EV_SAMPLE, C_EV_DELETE, EV_TIME_LIMIT,
- C_EXP_SAMPLE, C_EXP_DELETE, EXP_LAST_FAST, N_F) = range(29)
+ C_EXP_SAMPLE, C_EXP_DELETE, EXP_LAST_FAST,
+ WIN_LO, WIN_HI,  # bounds of the window `observe.bins.window` found last, s
+ N_F) = range(31)
 
 # ---- I: integer scalars -----------------------------------------------------
 (PHASE, HEAP_N, SEQ, CONNECTED, HZ_CONF, HZ, DYN_HZ, BATCHING, DIST_EXP,
@@ -45,7 +47,9 @@ import numpy as np
  # sizes (the kernel indexes raw pointers, which do not know their length)
  N_CONNS, N_POOLS, N_GROUPS, HEAP_CAP, RNG_SIZE,
  # the timing wheel (model/wheel.py)
- WH_EPOCH, WH_N, WH_FREE, WH_MASK, N_I) = range(71)
+ WH_EPOCH, WH_N, WH_FREE, WH_MASK,
+ WIN_K,  # the window `observe.bins.window` found last
+ N_I) = range(72)
 
 # Event-loop phases: where the kernel resumes.
 PH_BEFORE_SLEEP = 0
@@ -62,6 +66,8 @@ EV_ARRIVE = 2  # a request's bytes reach the server's socket
 EV_REPLY = 3  # the last reply byte reaches the client
 EV_REAP = 4  # a group's pool reaper runs (closes idle connections)
 EV_TRACE = 5  # next recorded-time line of a trace group
+EV_THINK_CLOCK = 6  # a memoryless closed-loop group's uniformized think clock ticks
+EV_RESUME = 7  # a thread of a memoryless group's process starts thinking (after backoff)
 
 # Delay lines: events that happen a fixed delay after a clock that never goes
 # back are born in time order, so they queue in a FIFO ring instead of the heap.
@@ -137,7 +143,7 @@ Reqs = namedtuple("Reqs", [
     "next",  # next request in its pool's waiter list, -1 at the tail
     "trace_pos",  # trace sources: next line to send
     "active",  # closed/trace sources: 0 once a `replay: once` trace is done
-    "free_stack",  # open-loop/recorded-trace groups: free slots, segmented by group
+    "free_stack",  # open-loop/recorded-trace/memoryless groups: free slots, by group
 ])
 
 Pools = namedtuple("Pools", [
@@ -146,6 +152,7 @@ Pools = namedtuple("Pools", [
     "idle_head", "idle_n",  # idle ring over idle_ring[base:base+max_size]
     "free_n",  # stack of never-opened/closed slots in free_slots[base:...]
     "wait_head", "wait_tail", "wait_n",
+    "thinking",  # memoryless groups: the process's threads now thinking
     "idle_ring", "free_slots",  # per-connection-slot arrays, segmented by pool
 ])
 
@@ -161,7 +168,9 @@ Groups = namedtuple("Groups", [
     "prof_pos",  # open loop: current profile segment
     "trace_t0",  # recorded trace: simulated time of line 0
     "trace_next",  # recorded trace: next line to send
-    "free_n",  # free request slots (open loop / recorded trace)
+    "free_n",  # free request slots (open loop / recorded trace / memoryless)
+    "memoryless",  # 1: closed loop with exponential think, run as one clock (clients.py)
+    "threads",  # sources per process
 ])
 
 Tables = namedtuple("Tables", [
@@ -239,7 +248,7 @@ ROWS = {
     "cn": Conns._fields,
     "rq": ("group", "pool", "t_issue", "next", "trace_pos", "active"),
     "pl": ("group", "max_size", "n_open", "lifo", "base", "idle_head", "idle_n", "free_n",
-           "wait_head", "wait_tail", "wait_n"),
+           "wait_head", "wait_tail", "wait_n", "thinking"),
     "ks": ("cost", "vlen", "lru", "expire", "pos", "xpos"),
     "hp": Heap._fields,
     "wh": ("t", "seq", "kind", "id", "next"),

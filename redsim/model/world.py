@@ -91,6 +91,34 @@ def _strided_setitem(context, builder, sig, args):
     builder.store(value, _element(context, builder, sig.args[0], ptr, idx))
 
 
+@intrinsic
+def _prefetch(typingctx, ptr, idx):
+    """Ask the CPU to start loading element ``idx`` of a field into cache
+    (``llvm.prefetch``: read, keep in all levels). No effect on values."""
+    if not (isinstance(ptr, StridedPtr) and isinstance(idx, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        addr = builder.bitcast(_element(context, builder, sig.args[0], args[0], args[1]),
+                               ir.IntType(8).as_pointer())
+        i32 = ir.IntType(32)
+        fn = builder.module.declare_intrinsic(
+            "llvm.prefetch", [addr.type],
+            fnty=ir.FunctionType(ir.VoidType(), [addr.type, i32, i32, i32]))
+        builder.call(fn, [addr, i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return signature(types.none, ptr, types.intp), codegen
+
+
+def _no_prefetch(field, idx):
+    return None
+
+
+prefetch = _no_prefetch if config.DISABLE_JIT else _prefetch
+"""``prefetch(w.field, i)``: start pulling a row into cache before it is needed."""
+
+
 class WorldPtr(types.Type):
     """numba type of the kernel's world: a pointer to a table of array addresses."""
 

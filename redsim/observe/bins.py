@@ -46,6 +46,9 @@ from redsim.model.state import (
     WI_MEM_CLIENTS,
     WI_MEM_CLIENTS_INFO,
     WI_USED_MEMORY,
+    WIN_HI,
+    WIN_K,
+    WIN_LO,
 )
 from redsim.model.world import as_world
 
@@ -54,13 +57,23 @@ EDGES = _EDGES
 
 @leaf
 def window(F, I, t):
-    """Index of the window holding time t (the overflow window past the end)."""
-    k = int(t / F[DT])
+    """Index of the window holding time t (the overflow window past the end).
+
+    Nearly every call falls in the window of the call before, so that one's
+    bounds are kept and the division is skipped."""
+    if F[WIN_LO] <= t < F[WIN_HI]:
+        return I[WIN_K]
+    dt = F[DT]
+    k = int(t / dt)
     n = I[N_WIN]
     if k >= n:
         return n - 1
     if k < 0:
         return 0
+    if k < n - 1:
+        F[WIN_LO] = k * dt
+        F[WIN_HI] = (k + 1) * dt
+        I[WIN_K] = k
     return k
 
 
