@@ -362,6 +362,7 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
     I[S.EV_POLICY] = S.POLICIES.index(server.maxmemory_policy)
     I[S.EV_SAMPLES] = server.maxmemory_samples
     F[S.EV_TIME_LIMIT] = time_limit(server.maxmemory_eviction_tenacity)
+    I[S.LAZY_EVICTION] = 1 if server.lazyfree_lazy_eviction else 0
     I[S.LFU_LOG_FACTOR] = server.lfu_log_factor
     I[S.LFU_DECAY_TIME] = server.lfu_decay_time
     I[S.KS_RNG1], I[S.KS_RNG2] = server_seeds(seed)

@@ -17,6 +17,16 @@ Costs (seconds of main-thread time, from ``engine.cpu.eviction-*``): a call,
 a call over the limit, each key sampled, each key deleted. The time limit is
 measured in that modelled time.
 
+``lazyfree-lazy-eviction`` (reference §2.9): only a value whose free effort
+exceeds ``LAZYFREE_THRESHOLD`` (64: a list's nodes, a big set's, hash's or
+zset's elements) goes to the bio lazy-free thread; a string's effort is 1, so
+Redis frees it on the main thread even with lazy eviction on. Every value this
+model stores is a string, so every eviction frees synchronously and no bio
+thread is needed; what the flag changes in ``performEvictions`` is modelled:
+every 16 keys the loop re-reads ``getMaxmemoryState`` and stops if under the
+limit, and a failing call would wait for pending lazy frees (none here). Once
+collections are stored, their big values will queue on a bio thread.
+
 Sampling deviation: ``dictGetSomeKeys`` walks consecutive buckets from a
 random one; here each sample is an independent uniform draw from the dict's
 entries, which hash order makes nearly equivalent.
@@ -42,6 +52,7 @@ from redsim.model.state import (
     EV_TIMER,
     KS_EXPIRES,
     KS_KEYS,
+    LAZY_EVICTION,
     LRU_CLOCK,
     MAXMEMORY,
     POLICY_ALLKEYS_LFU,
@@ -208,9 +219,13 @@ def perform_evictions(w):
         keys_freed += 1
         I[STAT_EVICTED] += 1
         count(w, WI_EVICTED, F[T], 1)
-        if keys_freed % KEYS_PER_CHECK == 0 and cpu > F[EV_TIME_LIMIT]:
-            I[EV_TIMER] = 1  # startEvictionTimeProc
-            break
+        if keys_freed % KEYS_PER_CHECK == 0:
+            if I[LAZY_EVICTION] and (used_memory(w) - not_counted_for_evict(w)
+                                     <= I[MAXMEMORY]):
+                break  # lazy eviction re-reads the real memory state
+            if cpu > F[EV_TIME_LIMIT]:
+                I[EV_TIMER] = 1  # startEvictionTimeProc
+                break
     if result != EVICT_FAIL and I[EV_TIMER]:
         result = EVICT_RUNNING
     record_call(w, cpu, mem_tofree)

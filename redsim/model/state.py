@@ -49,7 +49,8 @@ import numpy as np
  # the timing wheel (model/wheel.py)
  WH_EPOCH, WH_N, WH_FREE, WH_MASK,
  WIN_K,  # the window `observe.bins.window` found last
- N_I) = range(72)
+ LAZY_EVICTION,  # lazyfree-lazy-eviction
+ N_I) = range(73)
 
 # Event-loop phases: where the kernel resumes.
 PH_BEFORE_SLEEP = 0
