@@ -709,7 +709,10 @@ class ClientGroup(_Model):
     threads: PositiveInt = 1
     """Request sources per process (closed/trace)."""
     think: DurationDist = Field(default_factory=lambda: DurationDist.model_validate(0.0))
-    """Think time between a reply and the next request, s (closed/trace)."""
+    """Think time between a reply and the next request, s (closed/trace).
+    Exponential think in a closed group costs nothing per source (one clock per
+    group), so millions of threads are cheap; other distributions keep a timer
+    per source."""
     rate: Annotated[float | None, _v(_optional(parse_rate))] = None
     """Open: the group's total Poisson rate, /s."""
     profile: Annotated[list[ProfileStep] | None, _v(_parse_profile)] = None
