@@ -59,6 +59,12 @@ def _command_table(scenario):
     return shape, fixed, per_byte, per_elem, namelen, effect, denyoom
 
 
+def _memoryless(grp) -> bool:
+    """Whether a group's sources run as one uniformized think clock
+    (``clients.think_clock``): a closed loop with exponential think."""
+    return grp.kind == "closed" and grp.think.kind == "exponential" and grp.think.mean > 0
+
+
 def _wheel_size(groups, n_slots: list[int]) -> tuple[float, int]:
     """Bucket width (s) and bucket count of the timing wheel (``model/wheel.py``).
 
@@ -73,8 +79,8 @@ def _wheel_size(groups, n_slots: list[int]) -> tuple[float, int]:
     for grp, n in zip(groups, n_slots, strict=True):
         if grp.kind == "open":
             rate += max([grp.rate or 0.0] + [step.rate for step in grp.profile or []])
-        elif grp.kind == "closed" and grp.think.kind == "exponential" and grp.think.mean > 0:
-            rate += 1.0 / max(float(grp.think.mean), 1e-6)  # one clock, not one per source
+        elif _memoryless(grp):
+            rate += 1.0 / float(grp.think.mean)  # one clock, not one per source
         elif not (grp.kind == "trace" and grp.trace_timing == "recorded"):
             rate += n / max(float(grp.think.mean), 1e-6)
             sources += n
@@ -124,8 +130,7 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
         # arrivals (each process can hold max-size in flight + max-waiters waiting).
         g_fields["slot_base"].append(len(slot_group))
         recorded = kind == S.KIND_TRACE and grp.trace_timing == "recorded"
-        memoryless = (kind == S.KIND_CLOSED and grp.think.kind == "exponential"
-                      and float(grp.think.mean) > 0)
+        memoryless = _memoryless(grp)
         if kind == S.KIND_OPEN or recorded:
             n_slots = min(grp.processes * (grp.pool.max_size + grp.pool.max_waiters), 2_000_000)
             slot_pool.extend([-1] * n_slots)

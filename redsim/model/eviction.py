@@ -39,7 +39,7 @@ import math
 from redsim.model import lfu
 from redsim.model.db import LRU_CLOCK_MAX, db_delete, key_exists
 from redsim.model.jit import leaf, step
-from redsim.model.memory import not_counted_for_evict, used_memory
+from redsim.model.memory import mem_tofree
 from redsim.model.rng import server_uniform
 from redsim.model.state import (
     C_EV_CALL,
@@ -54,7 +54,6 @@ from redsim.model.state import (
     KS_KEYS,
     LAZY_EVICTION,
     LRU_CLOCK,
-    MAXMEMORY,
     POLICY_ALLKEYS_LFU,
     POLICY_ALLKEYS_RANDOM,
     POLICY_NOEVICTION,
@@ -197,18 +196,18 @@ def perform_evictions(w):
     F = w.F
     I = w.I
     cpu = F[C_EV_CALL]
-    mem_tofree = used_memory(w) - not_counted_for_evict(w) - I[MAXMEMORY]
-    if mem_tofree <= 0:
+    tofree = mem_tofree(w)
+    if tofree <= 0:
         record_call(w, cpu, 0)
         return EVICT_OK, cpu
     cpu += F[C_EV_CHECK]
     if I[EV_POLICY] == POLICY_NOEVICTION:
-        record_call(w, cpu, mem_tofree)
+        record_call(w, cpu, tofree)
         return EVICT_FAIL, cpu
     result = EVICT_OK
     freed = 0
     keys_freed = 0
-    while freed < mem_tofree:
+    while freed < tofree:
         k, spent = select_victim(w)
         cpu += spent
         if k < 0:
@@ -220,21 +219,20 @@ def perform_evictions(w):
         I[STAT_EVICTED] += 1
         count(w, WI_EVICTED, F[T], 1)
         if keys_freed % KEYS_PER_CHECK == 0:
-            if I[LAZY_EVICTION] and (used_memory(w) - not_counted_for_evict(w)
-                                     <= I[MAXMEMORY]):
+            if I[LAZY_EVICTION] and mem_tofree(w) <= 0:
                 break  # lazy eviction re-reads the real memory state
             if cpu > F[EV_TIME_LIMIT]:
                 I[EV_TIMER] = 1  # startEvictionTimeProc
                 break
     if result != EVICT_FAIL and I[EV_TIMER]:
         result = EVICT_RUNNING
-    record_call(w, cpu, mem_tofree)
+    record_call(w, cpu, tofree)
     return result, cpu
 
 
 @leaf
-def record_call(w, cpu, mem_tofree):
+def record_call(w, cpu, tofree):
     """funclatency-style histograms: call time (µs) and, over the limit, mem_tofree."""
     w.rc_evhist[log2_bucket(cpu * 1e6)] += 1
-    if mem_tofree > 0:
-        w.rc_tofree[log2_bucket(mem_tofree)] += 1
+    if tofree > 0:
+        w.rc_tofree[log2_bucket(tofree)] += 1

@@ -54,9 +54,15 @@ def not_counted_for_evict(w):
 
 
 @leaf
+def mem_tofree(w):
+    """``getMaxmemoryState``'s ``mem_tofree``: bytes over maxmemory, counting
+    what eviction counts (≤ 0 when under the limit)."""
+    return used_memory(w) - not_counted_for_evict(w) - w.I[MAXMEMORY]
+
+
+@leaf
 def over_maxmemory_after_alloc(w, more):
     """``overMaxmemoryAfterAlloc``: would allocating ``more`` bytes pass maxmemory?"""
-    I = w.I
-    if I[MAXMEMORY] == 0:
+    if w.I[MAXMEMORY] == 0:
         return False
-    return used_memory(w) - not_counted_for_evict(w) + more > I[MAXMEMORY]
+    return mem_tofree(w) + more > 0
