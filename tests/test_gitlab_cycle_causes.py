@@ -98,9 +98,7 @@ def test_short_ttl_the_dataset_steady_state_fits():
     # (In this 1/10-scale keyspace every id is rewritten every ~14 min, so TTL
     # bounds the dataset only below ~36 min; GitLab's 8 h worked on a long tail of
     # rarely rewritten keys, which this keyspace does not have yet.)
-    r = simulate(load_scenario(SCENARIO, overrides=[
-        "duration=200s", "clients.0.mix.1.ttl=20m", "clients.0.keyspace.preload=0.771"]),
-        seed=7, progress=False)
+    r = run("clients.0.mix.1.ttl=20m", "clients.0.keyspace.preload=0.771")
     s = r.summary
     assert s["evicted_keys"] == 0 and not s["burst_detected"]
     assert s["expired_keys"] > 100_000
