@@ -22,6 +22,7 @@ from simpy.core import URGENT
 from redsim.model import state as S
 from redsim.model.build import build_world
 from redsim.model.clients import start_sources
+from redsim.model.db import grow_write_once
 from redsim.model.event_loop import finish, run
 from redsim.model.world import pack
 from redsim.observe.bins import finish_windows
@@ -54,12 +55,21 @@ class Simulation:
 
     # -- SimPy processes -------------------------------------------------------
 
+    def _refill(self) -> None:
+        """What the kernel stopped for: random buffers, and rows for write-once keys."""
+        self.streams.refill()
+        w = self.world
+        if w.I[S.KS_LOW]:
+            extra = max(4 * int(w.I[S.KS_FREE_LOW]), (len(w.ks_cost) - int(w.I[S.KS_ONCE_LO])) // 4)
+            self.world = grow_write_once(w, extra)
+            self.ref = pack(self.world)
+
     def _main_thread(self):
-        w, ref, env = self.world, self.ref, self.env
+        w, env = self.world, self.env
         while True:
             t_stop = min(env.peek(), self.horizon)
-            while run(ref, t_stop) == S.RET_REFILL:
-                self.streams.refill()
+            while run(self.ref, t_stop) == S.RET_REFILL:
+                self._refill()
             if w.I[S.RNG_OVERRUN]:
                 raise RuntimeError("random-number buffer overrun (a redsim bug): "
                                    "an iteration drew more numbers than the buffer holds")
@@ -84,8 +94,7 @@ class Simulation:
         """Simulate the whole horizon and return a ``Result``."""
         from redsim.result import Result
 
-        w, ref = self.world, self.ref
-        start_sources(ref)
+        start_sources(self.ref)
         if self.progress:
             from tqdm import tqdm
 
@@ -95,6 +104,7 @@ class Simulation:
             self.env.process(self._progress())
         main = self.env.process(self._main_thread())
         self.env.run(until=main)
+        w, ref = self.world, self.ref  # the kernel may have grown the world
         pending = int(finish(ref, self.horizon))
         finish_windows(ref, self.horizon)
         if self._bar is not None:

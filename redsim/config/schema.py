@@ -41,7 +41,7 @@ from redsim.config.units import (
     parse_rate,
     parse_size,
 )
-from redsim.model.commands import COMMANDS
+from redsim.model.commands import COMMANDS, EFFECT_WRITE
 
 # ---------------------------------------------------------------------------------
 # Annotated value types: a plain Python type plus the unit parser that produces it.
@@ -677,8 +677,28 @@ class Keyspace(_Model):
     """Zipf exponent s (P(rank k) ∝ k^-s), used when distribution is zipf."""
     preload: Annotated[float, _v(parse_float, minimum=0, maximum=1)] = 1.0
     """Fraction of the keys present at the start, a random subset, with values
-    from the group's value-size distribution; if the group's mix writes with a
-    TTL, each gets a remaining TTL uniform in (0, ttl]. 1 = a warm cache."""
+    from the group's value-size distribution. 1 = a warm cache. When the
+    group's rate is known (open, or closed with think time) each key's last
+    write and last access are as long ago as the steady state of its access
+    rates makes them (a TTL'd key: written less than ttl ago); otherwise a
+    TTL'd key has a remaining TTL uniform in (0, ttl] and others were last
+    touched uniformly over the past hour."""
+    write_once: Annotated[float, _v(parse_float, minimum=0, maximum=1)] = 0.0
+    """Fraction of the group's writes (SET …, first key) that store a key never
+    used before, which no client reads again: a cache's long tail of entries
+    written once (per user, per page, per commit). Such keys leave only by
+    their TTL or by eviction, so with a long TTL they fill memory at the rate
+    they are written, and with a short one they stay near rate × TTL."""
+    history: Annotated[float | None, _v(_optional(parse_duration))] = None
+    """How long the workload ran before time 0, s: the write-once keys present at
+    the start are those the group's nominal rate wrote over the last
+    min(history, ttl) s, ages uniform. None: as far back as the TTL (or
+    preload-limit) allows; 0: none."""
+    preload_limit: Annotated[float, _v(parse_float, minimum=0, exclusive_min=True,
+                                       maximum=1)] = 1.0
+    """Write-once keys are preloaded, youngest first, while used_memory stays
+    under this fraction of maxmemory; older ones are taken to have been
+    evicted. Ignored without maxmemory."""
 
 
 class ProfileStep(_Model):
@@ -757,6 +777,20 @@ class ClientGroup(_Model):
         if self.kind != "trace" and self.trace is not None:
             raise BadValue(f"no trace for a {self.kind} group (trace is for kind: trace)",
                            show(self.trace), field=("trace",))
+        once = self.keyspace.write_once
+        if once > 0:
+            writes = [m for m in self.mix if COMMANDS[m.command.upper()].effect == EFFECT_WRITE]
+            if self.kind == "trace" or not writes:
+                raise BadValue("write-once 0 for a group that stores no key (write-once applies "
+                               "to the mix's SET-like commands)", show(once),
+                               field=("keyspace", "write_once"))
+            if (self.kind == "closed" and self.think.mean <= 0
+                    and self.keyspace.history != 0):
+                raise BadValue("history: 0 for a closed group without think time (the "
+                               "write-once keys written before time 0 need the group's "
+                               "rate, processes × threads / think)",
+                               show(self.keyspace.history),
+                               field=("keyspace", "history"))
         if self.profile is not None:
             if self.profile[0].at != 0:
                 raise BadValue("the first profile step at 0", show(self.profile[0].at),
@@ -855,6 +889,15 @@ class Scenario(_Model):
                                f"{name!r} again (also clients[{seen[name]}])",
                                field=("clients", i, "name"))
             seen[name] = i
+        for i, group in enumerate(self.clients):
+            ks = group.keyspace
+            ttls = [m.ttl for m in group.mix if m.ttl]
+            if (ks.write_once > 0 and ks.history is None and not ttls
+                    and self.server.maxmemory == 0):
+                raise BadValue("a history (how long the workload ran before time 0), a TTL on "
+                               "the writes or a maxmemory: without one the write-once keys "
+                               "present at the start have no bound", "none of them",
+                               field=("clients", i, "keyspace", "history"))
         total = sum(g.processes * g.pool.max_size for g in self.clients)
         if total > self.server.maxclients:
             raise BadValue(

@@ -6,15 +6,15 @@ import math
 
 import numpy as np
 
+from redsim.model import preload
 from redsim.model import state as S
-from redsim.model.commands import _TABLE, COMMAND_IDS, COMMANDS, DEFAULT_COUNT, EFFECT_WRITE
-from redsim.model.db import LRU_CLOCK_START, preload
+from redsim.model.commands import _TABLE, COMMAND_IDS, DEFAULT_COUNT
+from redsim.model.db import LRU_CLOCK_START
 from redsim.model.eviction import EVPOOL_SIZE, LOG2_BUCKETS, time_limit
 from redsim.model.histogram import N_BUCKETS
 from redsim.model.memory import CLIENT_STRUCT_BYTES, STARTUP_BYTES
 from redsim.model.rng import RandomStreams, server_seeds
 from redsim.model.trace import parse_trace
-from redsim.model.world import pack
 
 US = 1e-6
 _DIST = {"fixed": S.DIST_FIXED, "exponential": S.DIST_EXPONENTIAL,
@@ -207,6 +207,7 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
                                   else 0)
         g_fields["memoryless"].append(1 if memoryless else 0)
         g_fields["threads"].append(grp.threads)
+        g_fields["write_once"].append(grp.keyspace.write_once)
         traces.append(grp)
 
     C = len(conn_pool)
@@ -221,7 +222,7 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
 
     float_fields = {"think_mean", "think_low", "think_high", "think_sigma", "vs_mean",
                     "vs_low", "vs_high", "vs_sigma", "idle_timeout", "reap_interval",
-                    "retry_backoff", "start", "trace_t0"}
+                    "retry_backoff", "start", "trace_t0", "write_once"}
     gp = S.Groups(**{f: (f64(v) if f in float_fields else i64(v))
                      for f, v in g_fields.items()})
 
@@ -285,11 +286,18 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
            for j, f in enumerate(("first", "period", "n", "len"))},
         zipf_cdf=np.concatenate(zipf_parts) if zipf_parts else np.ones(1),
     )
-    n_keys = max(grp.keyspace.keys for grp in groups)
-    ks = S.Keys(cost=np.zeros(n_keys, np.int64), vlen=np.zeros(n_keys, np.int64),
-                lru=np.zeros(n_keys, np.int64), expire=np.full(n_keys, np.inf),
-                pos=np.zeros(n_keys, np.int64), xpos=np.full(n_keys, -1, np.int64),
-                dense=np.zeros(n_keys, np.int64), xdense=np.zeros(n_keys, np.int64))
+    # Key rows: every group's key ids, then rows for write-once keys.
+    n_hot = max(grp.keyspace.keys for grp in groups)
+    plans = preload.plan(scenario, seed)
+    once_pre, once_spare, once_low = preload.write_once_rows(plans, scenario, C, max_pipeline)
+    n_keys = n_hot + once_pre + once_spare
+    def column(v):  # a row field's initial value: flatten copies it into the key table
+        return np.broadcast_to(np.asarray(v), (n_keys,))
+
+    ks = S.Keys(cost=column(0), vlen=column(0), lru=column(0), expire=column(np.inf),
+                pos=column(0), xpos=column(-1),
+                dense=np.zeros(n_keys, np.int64), xdense=np.zeros(n_keys, np.int64),
+                free=np.zeros(max(n_keys - n_hot, 1), np.int64))
     ep = S.EvPool(key=np.full(EVPOOL_SIZE, -1, np.int64), idle=np.zeros(EVPOOL_SIZE))
     cap = R + C + 4 * G + 16
     hp = S.Heap(t=np.zeros(cap), seq=np.zeros(cap, np.int64), kind=np.zeros(cap, np.int64),
@@ -368,6 +376,8 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
     I[S.EV_SAMPLES] = server.maxmemory_samples
     F[S.EV_TIME_LIMIT] = time_limit(server.maxmemory_eviction_tenacity)
     I[S.LAZY_EVICTION] = 1 if server.lazyfree_lazy_eviction else 0
+    I[S.KS_ONCE_LO] = n_hot
+    I[S.KS_FREE_LOW] = once_low
     I[S.LFU_LOG_FACTOR] = server.lfu_log_factor
     I[S.LFU_DECAY_TIME] = server.lfu_decay_time
     I[S.KS_RNG1], I[S.KS_RNG2] = server_seeds(seed)
@@ -381,54 +391,5 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
     w = S.flatten(F, I, ready=np.zeros(max(C, 1), np.int64), pw=np.zeros(max(C, 1), np.int64),
                   cn=cn, rq=rq, pl=pl, gp=gp, tb=tb, ks=ks, ep=ep, hp=hp, wh=wh, ln=ln, rg=rg,
                   rc=rc)
-    _preload(w, scenario, seed)
+    preload.apply(w, plans, scenario, seed, n_hot)
     return w, streams, {"n_windows": n_win - 1, "groups": [g.name for g in groups]}
-
-
-PRELOAD_STREAM = 0x5052454C  # "PREL": the preload's own SeedSequence spawn key
-PRELOAD_AGE = 3600  # s: keys without a TTL were last touched uniformly over the past hour
-
-
-def _draw(rng: np.random.Generator, d, n: int) -> np.ndarray:
-    """n variates of a scenario distribution, as ``rng.draw`` defines them."""
-    if d.kind == "exponential":
-        return rng.exponential(d.mean, n)
-    if d.kind == "uniform":
-        return rng.uniform(d.low, d.high, n)
-    if d.kind == "lognormal":
-        return rng.lognormal(math.log(d.mean) - 0.5 * d.sigma ** 2, d.sigma, n)
-    return np.full(n, float(d.mean))
-
-
-def _preload(w: S.World, scenario, seed: int) -> None:
-    """Fill the keyspace before time 0 (``keyspace.preload``), group by group.
-
-    A preloaded key with a TTL was written (and last touched) ``ttl`` before it
-    expires; one without was last touched at a uniform time in the past hour,
-    so LRU eviction starts from a spread of idle times.
-
-    Random numbers come from their own SeedSequence child, so preloading never
-    shifts the kernel's streams.
-    """
-    rng = np.random.Generator(np.random.PCG64(
-        np.random.SeedSequence(seed, spawn_key=(PRELOAD_STREAM,))))
-    ref = pack(w)
-    for grp in scenario.clients:
-        if grp.kind == "trace" or grp.keyspace.preload <= 0:
-            continue
-        n = grp.keyspace.keys
-        m = int(round(grp.keyspace.preload * n))
-        keys = np.arange(n, dtype=np.int64) if m == n else np.sort(
-            rng.choice(n, m, replace=False)).astype(np.int64)
-        vlens = np.maximum(np.rint(_draw(rng, grp.value_size, m)), 0).astype(np.int64)
-        ttls = [e.ttl for e in grp.mix if e.ttl and COMMANDS[e.command.upper()].effect
-                == EFFECT_WRITE]
-        if ttls:
-            ttl = float(math.ceil(ttls[0]))
-            expires = rng.uniform(0.0, 1.0, m) * ttl
-            expires = np.where(expires > 0, expires, ttl)
-            lrus = np.floor(expires - ttl).astype(np.int64)  # last touched when written
-        else:
-            expires = np.full(m, np.inf)
-            lrus = -rng.integers(0, PRELOAD_AGE, m)
-        preload(ref, keys, vlens, expires, lrus, grp.key_size)

@@ -8,7 +8,9 @@ what is stored: a hit returns the value, a miss a 5-byte nil (``$-1\\r\\n``).
 
 Trace commands carry no key id and leave the keyspace alone (their sizes come
 from the trace). Extra keys of a multi-key command (MGET, MSET, DEL k1 k2 …)
-are drawn from the group's key distribution when the command runs.
+are drawn from the group's key distribution when the command runs. A write's
+first key may be a write-once key (``keyspace.write-once``): a new name, whose
+row is taken when the command runs; only writes create them.
 """
 
 from __future__ import annotations
@@ -23,7 +25,16 @@ from redsim.model.commands import (
     EFFECT_WRITE,
     SHAPE_MULTI_GET,
 )
-from redsim.model.db import NO_TTL, db_delete, key_live, lookup_key, set_key
+from redsim.model.db import (
+    NEW_KEY,
+    NO_KEY,
+    NO_TTL,
+    db_delete,
+    key_live,
+    lookup_key,
+    new_key_row,
+    set_key,
+)
 from redsim.model.jit import leaf, step
 from redsim.model.protocol import bulk, digits, elements, header, value_bytes_moved
 from redsim.model.rng import draw, peek_uniform, uniform
@@ -56,13 +67,32 @@ def _search(cdf, lo, hi, u):
 
 
 @leaf
-def pick_key(w, g):
-    """A key id drawn from group g's key distribution (uniform or Zipf)."""
-    u = uniform(w, w.gp_stream[g] + 1)
+def key_at(w, g, u):
+    """The key id at quantile u of group g's key distribution (uniform or Zipf)."""
     if w.gp_zipf_base[g] < 0:
         return int(u * w.gp_keys[g])
     base = w.gp_zipf_base[g]
     return _search(w.tb_zipf_cdf, base, base + w.gp_keys[g], u) - base
+
+
+@leaf
+def pick_key(w, g):
+    """A key id drawn from group g's key distribution."""
+    return key_at(w, g, uniform(w, w.gp_stream[g] + 1))
+
+
+@leaf
+def pick_write_key(w, g):
+    """The key a write of group g stores: ``NEW_KEY`` with probability
+    ``write_once``, else one from the key distribution. One uniform decides
+    both, so a group without write-once keys draws exactly what ``pick_key`` does."""
+    u = uniform(w, w.gp_stream[g] + 1)
+    f = w.gp_write_once[g]
+    if f <= 0.0:
+        return key_at(w, g, u)
+    if u < f:
+        return NEW_KEY
+    return key_at(w, g, (u - f) / (1.0 - f))
 
 
 @leaf
@@ -91,7 +121,7 @@ def call(w, c):
     moved = value_bytes_moved(shape, w.cn_next_value[c], k, n)
     key = w.cn_next_key[c]
     effect = w.tb_cmd_effect[cmd]
-    if key >= 0 and effect != EFFECT_NONE:
+    if key != NO_KEY and effect != EFFECT_NONE:
         g = w.cn_group[c]
         key_len = w.gp_key_size[g]
         if k > 1:
@@ -110,6 +140,8 @@ def call(w, c):
                     moved += v
             w.cn_next_reply[c] = rep
         elif effect == EFFECT_WRITE:
+            if key == NEW_KEY:
+                key = new_key_row(w)
             for i in range(k):
                 set_key(w, key if i == 0 else pick_key(w, g), key_len, w.cn_next_value[c],
                         w.cn_next_ttl[c])

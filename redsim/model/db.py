@@ -17,25 +17,42 @@ both tables (1.5× the buckets) until done.
 
 Passive expiry (``expireIfNeeded``, reference §4.1): a lookup of a key whose
 expire time has passed deletes it and counts it expired and missing.
+
+Write-once keys (``keyspace.write-once``): a cache's long tail, keys written once
+under a name never used before and not read again. Each takes a free row from
+``I[KS_ONCE_LO]`` on (``new_key_row``); when it expires or is evicted its row
+goes back on the free stack for the next new name. Nothing refers to a freed
+row but the eviction pool, whose entry for it is dropped when the row is
+reused (Redis's pool would find the old name gone). When free rows run low the
+kernel asks Python (``KS_LOW``) to add rows (``grow_write_once``) at the next
+safe point.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from redsim.model import lfu
 from redsim.model.jit import entry, leaf, step
-from redsim.model.memory import POINTER, over_maxmemory_after_alloc
+from redsim.model.memory import POINTER, over_maxmemory_after_alloc, used_memory
 from redsim.model.objects import string_key_bytes
 from redsim.model.state import (
     EV_POLICY,
+    KS_APPEND_EXPIRES,
     KS_BUCKETS,
     KS_EXP_BUCKETS,
     KS_EXPIRES,
+    KS_FREE_LOW,
+    KS_FREE_N,
     KS_KEYS,
+    KS_LOW,
+    KS_ONCE_LO,
     LRU_CLOCK,
     MEM_DATASET,
     POLICY_ALLKEYS_LFU,
     POLICY_VOLATILE_LFU,
     Q16,
+    RNG_LOW,
     SHARED_INTS,
     STAT_EXPIRED,
     STAT_HITS,
@@ -44,6 +61,7 @@ from redsim.model.state import (
     WI_HITS,
     WI_MISSES,
     T,
+    World,
 )
 from redsim.model.world import as_world
 from redsim.observe.bins import count
@@ -54,6 +72,9 @@ HASHTABLE_MIN_FILL = 10  # % below which serverCron shrinks a dict (src/server.h
 NO_TTL = float("inf")
 LRU_CLOCK_MAX = (1 << 24) - 1  # 24-bit LRU field, seconds (src/server.h)
 LRU_CLOCK_START = 1 << 23  # the clock at time 0, so preloaded keys can be older
+NO_KEY = -1  # a command with no key id (trace commands)
+NEW_KEY = -2  # a write to a write-once key: its row is taken when the command runs
+EVPOOL_SIZE = 16  # eviction pool entries (src/evict.c)
 
 
 @leaf
@@ -123,7 +144,7 @@ def expires_add(w, k):
     I = w.I
     n = I[KS_EXPIRES]
     I[KS_EXP_BUCKETS] = buckets_after_add(w, n, I[KS_EXP_BUCKETS])
-    j = ((k * 2654435761 + n * 40503) & 0x7FFFFFFF) % (n + 1)
+    j = n if I[KS_APPEND_EXPIRES] else ((k * 2654435761 + n * 40503) & 0x7FFFFFFF) % (n + 1)
     if j < n:
         other = w.ks_xdense[j]
         w.ks_xdense[n] = other
@@ -179,7 +200,25 @@ def db_delete(w, k):
     if w.ks_xpos[k] >= 0:
         expires_remove(w, k)
     w.ks_cost[k] = 0
+    if k >= I[KS_ONCE_LO]:  # a write-once key's row is free for the next new name
+        w.ks_free[I[KS_FREE_N]] = k
+        I[KS_FREE_N] += 1
     return cost
+
+
+@leaf
+def new_key_row(w):
+    """A free row for a key never used before (a write-once key)."""
+    I = w.I
+    I[KS_FREE_N] -= 1
+    k = w.ks_free[I[KS_FREE_N]]
+    if I[KS_FREE_N] < I[KS_FREE_LOW]:
+        I[KS_LOW] = 1  # Python adds rows at the next safe point
+        I[RNG_LOW] = 1  # ... which the kernel reaches by the check for refills
+    for i in range(EVPOOL_SIZE):  # a pool entry for the row's old name is stale
+        if w.ep_key[i] == k:
+            w.ep_key[i] = -1
+    return k
 
 
 @step
@@ -252,15 +291,50 @@ def resize_dicts(w):
 
 
 @entry
-def preload(world, keys, vlens, expires, lrus, key_len):
+def preload(world, keys, vlens, expires, lrus, key_len, limit):
     """Add ``keys`` (absent ones only) with their value lengths, expire times and
     last-access clocks (s), as a client writing them one by one would: dicts grow
-    and the ledger counts."""
+    and the ledger counts. Stops before ``used_memory`` would pass ``limit``
+    bytes (0: no limit); returns how many of ``keys`` it went through."""
     w = as_world(world)
     I = w.I
     for i in range(len(keys)):
         k = keys[i]
         if not key_exists(w, k):
+            if limit > 0 and used_memory(w) + key_cost(w, key_len, vlens[i],
+                                                       expires[i] != NO_TTL) > limit:
+                return i
             db_add(w, k, key_len, vlens[i], expires[i])
             if not is_lfu(w):
                 w.ks_lru[k] = (I[LRU_CLOCK] + lrus[i]) & LRU_CLOCK_MAX
+    return len(keys)
+
+
+def grow_write_once(world: World, extra: int) -> World:
+    """The same world with ``extra`` more free write-once rows (the kernel ran
+    low, ``KS_LOW``); the key table is copied into a larger one. The caller
+    must ``pack`` the new world before the kernel runs again."""
+    from redsim.model.state import ROWS
+
+    I = world.I
+    n = len(world.ks_cost)
+    table = np.zeros((n + extra, len(ROWS["ks"])), np.int64)
+    fields = {}
+    for j, f in enumerate(ROWS["ks"]):
+        name = f"ks_{f}"
+        col = (table.view(np.float64) if f == "expire" else table)[:, j]
+        col[:n] = getattr(world, name)
+        fields[name] = col
+    fields["ks_expire"][n:] = np.inf
+    fields["ks_xpos"][n:] = -1
+    for name in ("ks_dense", "ks_xdense"):
+        fields[name] = np.concatenate([getattr(world, name), np.zeros(extra, np.int64)])
+    free_n = int(I[KS_FREE_N])
+    free = np.zeros(len(world.ks_free) + extra, np.int64)
+    # The new rows go under the old free ones, lowest popped first after them.
+    free[:extra] = np.arange(n + extra - 1, n - 1, -1)
+    free[extra:extra + free_n] = world.ks_free[:free_n]
+    fields["ks_free"] = free
+    I[KS_FREE_N] = free_n + extra
+    I[KS_LOW] = 0
+    return world._replace(**fields)

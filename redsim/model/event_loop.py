@@ -55,10 +55,10 @@ timer due exactly at a poll runs after that poll's file events.
 from __future__ import annotations
 
 from redsim.model import client_memory, events
-from redsim.model.call import call, pick_key, value_size
+from redsim.model.call import call, pick_key, pick_write_key, value_size
 from redsim.model.client_memory import PROTO_REPLY_CHUNK_BYTES, REPLY_NODE_USABLE
 from redsim.model.clients import handle_event
-from redsim.model.commands import EFFECT_READ
+from redsim.model.commands import EFFECT_READ, EFFECT_WRITE
 from redsim.model.db import LRU_CLOCK_MAX, LRU_CLOCK_START, resize_dicts
 from redsim.model.eviction import EVICT_FAIL, EVICT_RUNNING, perform_evictions
 from redsim.model.expire import active_expire_cycle
@@ -191,10 +191,11 @@ def generate_command(w, c):
         shape = w.tb_cmd_shape[cmd]
         k = w.tb_mix_keys[j]
         n = w.tb_mix_count[j]
-        key = pick_key(w, g)
+        effect = w.tb_cmd_effect[cmd]
+        key = pick_write_key(w, g) if effect == EFFECT_WRITE else pick_key(w, g)
         # A read's value comes from the keyspace when it runs (call.py); only a
         # command that carries a value needs one drawn.
-        value = 0 if w.tb_cmd_effect[cmd] == EFFECT_READ else value_size(w, g)
+        value = 0 if effect == EFFECT_READ else value_size(w, g)
         key_size = w.gp_key_size[g]
         namelen = w.tb_cmd_namelen[cmd]
         ttl = w.tb_mix_ttl[j]

@@ -25,7 +25,10 @@ model stores is a string, so every eviction frees synchronously and no bio
 thread is needed; what the flag changes in ``performEvictions`` is modelled:
 every 16 keys the loop re-reads ``getMaxmemoryState`` and stops if under the
 limit, and a failing call would wait for pending lazy frees (none here). Once
-collections are stored, their big values will queue on a bio thread.
+collections are stored, their big values will queue on a bio thread. So the
+flag still shifts timing: without it, a call whose 16th key meets the target
+goes on to check the time limit and may start ``evictionTimeProc`` for
+nothing, as Redis's loop does; with it, the re-check stops the call first.
 
 Sampling deviation: ``dictGetSomeKeys`` walks consecutive buckets from a
 random one; here each sample is an independent uniform draw from the dict's
@@ -37,7 +40,7 @@ from __future__ import annotations
 import math
 
 from redsim.model import lfu
-from redsim.model.db import LRU_CLOCK_MAX, db_delete, key_exists
+from redsim.model.db import EVPOOL_SIZE, LRU_CLOCK_MAX, db_delete, key_exists
 from redsim.model.jit import leaf, step
 from redsim.model.memory import mem_tofree
 from redsim.model.rng import server_uniform
@@ -67,7 +70,6 @@ from redsim.model.state import (
 )
 from redsim.observe.bins import count
 
-EVPOOL_SIZE = 16
 EVICT_OK = 0
 EVICT_RUNNING = 1
 EVICT_FAIL = 2

@@ -19,8 +19,10 @@ see ``keyspace``.
 
 from __future__ import annotations
 
+import numpy as np
+
 from redsim.model.jemalloc import size_class
-from redsim.model.jit import leaf
+from redsim.model.jit import entry, leaf
 
 DICT_ENTRY = 24  # bytes: key pointer, value union, next pointer (src/dict.h)
 ROBJ = 16  # bytes: type/encoding/lru (4) + refcount (4) + ptr (8) (src/server.h)
@@ -67,3 +69,12 @@ def string_key_bytes(key_len, value_len, integer, shared, has_ttl, quantum16):
     if has_ttl:
         total += entry
     return total
+
+
+@entry
+def string_keys_bytes(key_len, vlens, has_ttl, quantum16):
+    """``string_key_bytes`` of a batch of string (non-integer) values."""
+    out = np.empty(len(vlens), np.int64)
+    for i in range(len(vlens)):
+        out[i] = string_key_bytes(key_len, vlens[i], False, False, has_ttl, quantum16)
+    return out

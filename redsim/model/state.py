@@ -50,7 +50,11 @@ import numpy as np
  WH_EPOCH, WH_N, WH_FREE, WH_MASK,
  WIN_K,  # the window `observe.bins.window` found last
  LAZY_EVICTION,  # lazyfree-lazy-eviction
- N_I) = range(73)
+ # write-once keys (db.new_key_row): their first row, free rows, the low-water
+ # mark of free rows, and the flag asking Python to add rows
+ KS_ONCE_LO, KS_FREE_N, KS_FREE_LOW, KS_LOW,
+ KS_APPEND_EXPIRES,  # 1 while preloading: expires entries appended, shuffled after
+ N_I) = range(78)
 
 # Event-loop phases: where the kernel resumes.
 PH_BEFORE_SLEEP = 0
@@ -58,7 +62,8 @@ PH_POLL = 1
 
 # Kernel return codes.
 RET_STOP = 0  # reached t_stop at an iteration boundary
-RET_REFILL = 1  # a random stream's buffer is half used: refill, then re-enter
+RET_REFILL = 1  # a random stream's buffer is half used, or the write-once keys are
+# short of free rows (KS_LOW): refill / grow, then re-enter
 
 # Client-side event kinds (the event heap).
 EV_ISSUE = 0  # a closed-loop/trace source finished thinking: issue a request
@@ -172,6 +177,7 @@ Groups = namedtuple("Groups", [
     "free_n",  # free request slots (open loop / recorded trace / memoryless)
     "memoryless",  # 1: closed loop with exponential think, run as one clock (clients.py)
     "threads",  # sources per process
+    "write_once",  # fraction of writes that store a never-used key (keyspace.write-once)
 ])
 
 Tables = namedtuple("Tables", [
@@ -194,9 +200,11 @@ Keys = namedtuple("Keys", [
     "xpos",  # its place in `xdense` (the expires dict's entries), -1 if no TTL
     "dense",  # positions 0..keys-1: the present keys (what the main dict holds)
     "xdense",  # positions 0..expires-1: the keys with a TTL
+    "free",  # a stack of the free rows of write-once keys (KS_FREE_N of them)
 ])
 """The keyspace (db 0): one row per key id (every group's key k is the same key),
-plus the two dicts' entry lists, which sampling draws from."""
+plus the two dicts' entry lists, which sampling draws from. Rows from
+``I[KS_ONCE_LO]`` on hold write-once keys (``db.new_key_row``), reused once freed."""
 
 EvPool = namedtuple("EvPool", ["key", "idle"])
 """The eviction pool (``EvictionPoolLRU``): up to 16 candidates, best (highest
@@ -238,7 +246,8 @@ FLOAT_FIELDS = frozenset(
      "gp_think_mean", "gp_think_low", "gp_think_high", "gp_think_sigma", "gp_vs_mean",
      "gp_vs_low", "gp_vs_high", "gp_vs_sigma", "gp_idle_timeout", "gp_reap_interval",
      "gp_retry_backoff",
-     "gp_start", "gp_trace_t0", "tb_cmd_fixed", "tb_cmd_per_byte", "tb_cmd_per_elem",
+     "gp_start", "gp_write_once", "gp_trace_t0", "tb_cmd_fixed", "tb_cmd_per_byte",
+     "tb_cmd_per_elem",
      "tb_mix_cum", "tb_prof_t", "tb_prof_rate", "tb_tr_time", "tb_zipf_cdf", "ks_expire", "ep_idle",
      "hp_t", "wh_t", "ln_t",
      "rg_buf", "rc_wf"])
@@ -279,11 +288,21 @@ def flatten(F: np.ndarray, I: np.ndarray, ready: np.ndarray, pw: np.ndarray,
         row = ROWS.get(pre, ())
         if row:
             n = len(values[row[0]])
-            table = np.zeros((n, len(row)), np.int64)
+            table = np.empty((n, len(row)), np.int64)
+            filled = n > 0 and all(values[f].strides[0] == 0 for f in row)
+            if filled:
+                # Every column one value (a broadcast): fill whole rows, one pass.
+                template = np.zeros(len(row), np.int64)
+                for j, f in enumerate(row):
+                    name = f"{pre}_{f}"
+                    (template.view(np.float64) if name in FLOAT_FIELDS else template)[j] = \
+                        values[f][0]
+                table[:] = template
             for j, f in enumerate(row):
                 name = f"{pre}_{f}"
                 col = (table.view(np.float64) if name in FLOAT_FIELDS else table)[:, j]
-                col[:] = values[f]
+                if not filled:
+                    col[:] = values[f]
                 values[f] = col
         for f, v in values.items():
             fields[f"{pre}_{f}"] = v

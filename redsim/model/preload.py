@@ -1,0 +1,274 @@
+"""The keyspace at time 0: what the workload would have left after running a while.
+
+``keyspace.preload`` makes a fraction of a group's key ids present. How long
+ago each was written and last read matters as soon as keys expire or are
+evicted, so when the group's nominal rate is known (open groups; closed groups
+with think time: processes × threads / mean think, the rate while latency is
+small beside the think time) the ages are the steady state of the group's own
+access stream. Key k receives writes at rate ``r_w(k)`` and reads at
+``r_r(k)``, each a Poisson stream (uniform or Zipf key choice):
+
+- time since its last write: exponential with rate ``r_w(k)``, conditioned on
+  being under the TTL if the writes carry one (a present key was written less
+  than ``ttl`` ago); its remaining TTL is ``ttl`` minus that age;
+- time since its last access (the LRU clock): the smaller of that age and an
+  exponential read age with rate ``r_r(k)``.
+
+Write-once keys (``keyspace.write-once``) are written at rate
+``r_once = rate × write share × write-once`` and never read, so those present
+at time 0 are the ones written over the last ``min(history, ttl)`` seconds:
+``r_once`` × that span of them, ages uniform, added youngest first while
+``used_memory`` stays under ``preload-limit × maxmemory``: what does not fit is
+taken to have been evicted, oldest (least recently used) first. The keys of
+``keyspace.preload`` are added first and in full, even past maxmemory.
+
+Without a known rate (closed groups without think, traces) the older rule
+holds: a TTL'd key has a remaining TTL uniform in (0, ttl] and was last touched
+when written; a key without TTL was last touched uniformly in the past hour.
+
+Random numbers come from their own SeedSequence child, so preloading never
+shifts the kernel's streams.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from redsim.model import state as S
+from redsim.model.commands import COMMANDS, EFFECT_READ, EFFECT_WRITE
+from redsim.model.db import next_power, preload
+from redsim.model.memory import POINTER, STARTUP_BYTES
+from redsim.model.objects import string_keys_bytes
+from redsim.model.world import pack
+
+PRELOAD_STREAM = 0x5052454C  # "PREL": the preload's own SeedSequence spawn key
+PRELOAD_AGE = 3600  # s: without a known rate, keys without a TTL were last touched
+# uniformly over the past hour
+
+
+@dataclass
+class GroupPreload:
+    """The keys one group finds present at time 0 (arrays aligned by key)."""
+
+    key_len: int
+    keys: np.ndarray  # hot key ids
+    vlens: np.ndarray
+    expires: np.ndarray  # absolute expire time, s (inf: no TTL)
+    lrus: np.ndarray  # last access, s relative to time 0 (≤ 0)
+    once_vlens: np.ndarray  # write-once keys, youngest first
+    once_expires: np.ndarray
+    once_lrus: np.ndarray
+    once_rate: float  # write-once keys created per s (nominal)
+
+
+def nominal_rate(grp) -> float | None:
+    """Commands per second the group sends while Redis keeps up, or None if
+    that depends on Redis's speed (closed without think time, traces)."""
+    if grp.kind == "open":
+        return float(grp.profile[0].rate if grp.profile else grp.rate)
+    if grp.kind == "closed" and grp.think.mean > 0:
+        return grp.processes * grp.threads / float(grp.think.mean) * grp.pipeline
+    return None
+
+
+def _write_ttl(grp) -> float:
+    """The TTL the group's writes set, s (inf if none)."""
+    ttls = [e.ttl for e in grp.mix if e.ttl and COMMANDS[e.command.upper()].effect
+            == EFFECT_WRITE]
+    return float(math.ceil(ttls[0])) if ttls else math.inf
+
+
+def _rates(grp, rate: float) -> tuple[float, float, float]:
+    """Writes landing on the key distribution, reads (key lookups) from it, and
+    write-once keys created, per second, for the whole group."""
+    total = sum(e.weight for e in grp.mix)
+    f = grp.keyspace.write_once
+    writes = reads = once = 0.0
+    for e in grp.mix:
+        share = rate * e.weight / total
+        effect = COMMANDS[e.command.upper()].effect
+        if effect == EFFECT_WRITE:
+            writes += share * (e.keys - f)  # the first key is write-once with chance f
+            once += share * f
+        elif effect == EFFECT_READ:
+            reads += share * e.keys
+    return writes, reads, once
+
+
+def _key_probabilities(grp, keys: np.ndarray) -> np.ndarray | float:
+    """P(a draw from the group's key distribution is k), for each k in ``keys``
+    (one number for a uniform choice)."""
+    ks = grp.keyspace
+    if ks.distribution != "zipf":
+        return 1.0 / ks.keys
+    ranks = keys.astype(np.float64) + 1.0
+    norm = np.sum(np.arange(1, ks.keys + 1, dtype=np.float64) ** (-ks.zipf_exponent))
+    return ranks ** (-ks.zipf_exponent) / norm
+
+
+def _truncated_exponential(rng, n: int, rate: np.ndarray | float, cap: float) -> np.ndarray:
+    """n exponential ages with rate ``rate`` (/s, per element or one for all),
+    conditioned on < cap."""
+    u = rng.random(n)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if math.isinf(cap):
+            age = -np.log1p(-u) / rate
+        else:
+            age = -np.log1p(-u * -np.expm1(-rate * cap)) / rate
+            age = np.where(rate * cap > 1e-9, age, u * cap)  # no writes: uniform under cap
+    return age
+
+
+def _draw(rng: np.random.Generator, d, n: int) -> np.ndarray:
+    """n variates of a scenario distribution, as ``rng.draw`` defines them."""
+    if d.kind == "exponential":
+        return rng.exponential(d.mean, n)
+    if d.kind == "uniform":
+        return rng.uniform(d.low, d.high, n)
+    if d.kind == "lognormal":
+        return rng.lognormal(math.log(d.mean) - 0.5 * d.sigma ** 2, d.sigma, n)
+    return np.full(n, float(d.mean))
+
+
+def _vlens(rng, grp, n: int) -> np.ndarray:
+    return np.maximum(np.rint(_draw(rng, grp.value_size, n)), 0).astype(np.int64)
+
+
+def _fit(costs: np.ndarray, room: float, keys_before: int, ttl: bool) -> int:
+    """How many of ``costs`` (youngest first) fit in ``room`` bytes, counting
+    the dict buckets all the keys will need (as ``preload`` will)."""
+    n = int(np.searchsorted(np.cumsum(costs), room, side="right"))
+    buckets = POINTER * next_power(keys_before + n) * (2 if ttl else 1)
+    return int(np.searchsorted(np.cumsum(costs), room - buckets, side="right"))
+
+
+def _generator(seed: int, part: int) -> np.random.Generator:
+    return np.random.Generator(np.random.PCG64(
+        np.random.SeedSequence(seed, spawn_key=(PRELOAD_STREAM, part))))
+
+
+def plan(scenario, seed: int) -> list[GroupPreload | None]:
+    """Every group's preloaded keys (None for a group with nothing to preload)."""
+    rng = _generator(seed, 0)
+    plans: list[GroupPreload | None] = []
+    planned = planned_bytes = 0  # keys and bytes planned for earlier groups
+    for grp in scenario.clients:
+        ks = grp.keyspace
+        if grp.kind == "trace":
+            plans.append(None)
+            continue
+        n = ks.keys
+        m = int(round(ks.preload * n))
+        keys = np.arange(n, dtype=np.int64) if m == n else np.sort(
+            rng.choice(n, m, replace=False)).astype(np.int64) if m else np.zeros(0, np.int64)
+        vlens = _vlens(rng, grp, m)
+        ttl = _write_ttl(grp)
+        rate = nominal_rate(grp)
+        if m == 0:
+            expires = np.zeros(0)
+            lrus = np.zeros(0)
+            once_rate = 0.0 if rate is None else _rates(grp, rate)[2]
+        elif rate is None:
+            if math.isfinite(ttl):
+                expires = rng.uniform(0.0, 1.0, m) * ttl
+                expires = np.where(expires > 0, expires, ttl)
+                lrus = np.floor(expires - ttl)  # last touched when written
+            else:
+                expires = np.full(m, np.inf)
+                lrus = -rng.integers(0, PRELOAD_AGE, m).astype(np.float64)
+            once_rate = 0.0
+        else:
+            writes, reads, once_rate = _rates(grp, rate)
+            p = _key_probabilities(grp, keys)
+            written = _truncated_exponential(rng, m, writes * p, ttl)
+            with np.errstate(divide="ignore"):
+                read = -np.log1p(-rng.random(m)) / (reads * p)
+            idle = np.minimum(written, read)
+            never = ~np.isfinite(idle)  # neither read nor written: as without a rate
+            if never.any():
+                idle[never] = rng.integers(0, PRELOAD_AGE, int(never.sum()))
+            expires = np.minimum(ttl - written, ttl) if math.isfinite(ttl) else np.full(m, np.inf)
+            expires = np.where(expires > 0, expires, ttl)
+            lrus = -np.ceil(idle)
+        once_vlens = np.zeros(0, np.int64)
+        if once_rate > 0 and ks.history != 0:
+            span = min(math.inf if ks.history is None else ks.history, ttl)
+            q16 = scenario.engine.allocator_quantum == 16
+            has_ttl = math.isfinite(ttl)
+            maxmemory = scenario.server.maxmemory
+            if maxmemory > 0:  # no more than fits under the limit beside the group's keys
+                hot = string_keys_bytes(grp.key_size, vlens, has_ttl, q16)
+                room = (ks.preload_limit * maxmemory - STARTUP_BYTES[scenario.redis_version]
+                        - planned_bytes - int(hot.sum()))
+                per_key = hot.mean() if m else float(grp.value_size.mean) + grp.key_size
+                n_max = min(once_rate * span, 1.05 * max(room, 0.0) / per_key + 16)
+                once_vlens = _vlens(rng, grp, int(round(n_max)))
+                costs = string_keys_bytes(grp.key_size, once_vlens, has_ttl, q16)
+                once_vlens = once_vlens[:_fit(costs, room, planned + m, has_ttl)]
+                planned_bytes += int(hot.sum()) + int(costs[:len(once_vlens)].sum())
+            else:
+                once_vlens = _vlens(rng, grp, int(round(once_rate * span)))
+        n_once = len(once_vlens)
+        planned += m + n_once
+        ages = np.sort(rng.random(n_once)) * (n_once / once_rate if n_once else 0.0)
+        plans.append(GroupPreload(
+            key_len=grp.key_size, keys=keys, vlens=vlens, expires=expires,
+            lrus=lrus.astype(np.int64),
+            once_vlens=once_vlens,
+            once_expires=ttl - ages if math.isfinite(ttl) else np.full(n_once, np.inf),
+            once_lrus=-np.ceil(ages).astype(np.int64), once_rate=once_rate))
+    return plans
+
+
+def write_once_rows(plans: list[GroupPreload | None], scenario, conns: int,
+                    max_pipeline: int) -> tuple[int, int, int]:
+    """Rows for write-once keys: (preloaded, spare, low-water mark).
+
+    One event-loop iteration runs at most ``conns × max_pipeline`` commands,
+    each creating at most one write-once key, so the kernel asks for more rows
+    while that many are still free. The spare rows cover the run's expected
+    new keys, so growing is rare.
+    """
+    preloaded = sum(len(p.once_vlens) for p in plans if p is not None)
+    rate = sum(p.once_rate for p in plans if p is not None)
+    if rate <= 0 and not any(g.keyspace.write_once > 0 for g in scenario.clients):
+        return 0, 0, 0
+    low = conns * max_pipeline + 64
+    spare = max(4 * low, int(1.25 * rate * float(scenario.duration)) + 1024)
+    return preloaded, spare, low
+
+
+def apply(w: S.World, plans: list[GroupPreload | None], scenario, seed: int,
+          once_lo: int) -> None:
+    """Add the planned keys to the world's keyspace, group by group (its key ids,
+    then its write-once keys youngest first up to the preload limit); rows of
+    write-once keys not preloaded go on the free stack. The expires dict's
+    entries are then put in a random order (hash order is unrelated to expiry),
+    as ``expires_add`` does one by one at run time."""
+    rng = _generator(seed, 1)
+    ref = pack(w)
+    maxmemory = scenario.server.maxmemory
+    w.I[S.KS_APPEND_EXPIRES] = 1  # shuffled once at the end: no cache miss per key
+    row = once_lo
+    for grp, p in zip(scenario.clients, plans, strict=True):
+        if p is None:
+            continue
+        limit = grp.keyspace.preload_limit * maxmemory if maxmemory > 0 else 0
+        if len(p.keys):
+            preload(ref, p.keys, p.vlens, p.expires, p.lrus, p.key_len, 0)
+        n = len(p.once_vlens)
+        if n:
+            rows = np.arange(row, row + n, dtype=np.int64)
+            row += preload(ref, rows, p.once_vlens, p.once_expires, p.once_lrus, p.key_len,
+                           limit)
+    w.I[S.KS_APPEND_EXPIRES] = 0
+    n = int(w.I[S.KS_EXPIRES])
+    order = w.ks_xdense[:n][rng.permutation(n)]
+    w.ks_xdense[:n] = order
+    w.ks_xpos[order] = np.arange(n, dtype=np.int64)
+    free = np.arange(len(w.ks_cost) - 1, row - 1, -1, dtype=np.int64)  # lowest popped first
+    w.ks_free[:len(free)] = free
+    w.I[S.KS_FREE_N] = len(free)
