@@ -8,6 +8,7 @@ import numpy as np
 
 from redsim.model import preload
 from redsim.model import state as S
+from redsim.model.call import zipf_cdf
 from redsim.model.commands import _TABLE, COMMAND_IDS, DEFAULT_COUNT
 from redsim.model.db import LRU_CLOCK_START
 from redsim.model.eviction import EVPOOL_SIZE, LOG2_BUCKETS, time_limit
@@ -24,15 +25,6 @@ _KIND = {"closed": S.KIND_CLOSED, "open": S.KIND_OPEN, "trace": S.KIND_TRACE}
 
 def _dist(d) -> tuple[int, float, float, float, float]:
     return _DIST[d.kind], float(d.mean), float(d.low), float(d.high), float(d.sigma)
-
-
-def _zipf_cdf(n: int, s: float) -> np.ndarray:
-    """Cumulative Zipf(s) probabilities over ranks 1..n (key id 0 is the hottest)."""
-    w = np.arange(1, n + 1, dtype=np.float64) ** (-s)
-    cdf = np.cumsum(w)
-    cdf /= cdf[-1]
-    cdf[-1] = 1.0
-    return cdf
 
 
 def _command_table(scenario):
@@ -157,7 +149,7 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
         g_fields["keys"].append(grp.keyspace.keys)
         if grp.keyspace.distribution == "zipf":
             g_fields["zipf_base"].append(zipf_len)
-            part = _zipf_cdf(grp.keyspace.keys, grp.keyspace.zipf_exponent)
+            part = zipf_cdf(grp.keyspace.keys, grp.keyspace.zipf_exponent)
             zipf_parts.append(part)
             zipf_len += len(part)
         else:
@@ -291,11 +283,9 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
     plans = preload.plan(scenario, seed)
     once_pre, once_spare, once_low = preload.write_once_rows(plans, scenario, C, max_pipeline)
     n_keys = n_hot + once_pre + once_spare
-    def column(v):  # a row field's initial value: flatten copies it into the key table
-        return np.broadcast_to(np.asarray(v), (n_keys,))
-
-    ks = S.Keys(cost=column(0), vlen=column(0), lru=column(0), expire=column(np.inf),
-                pos=column(0), xpos=column(-1),
+    # Every row starts absent; flatten fills the key table from these broadcasts.
+    ks = S.Keys(**{f: np.broadcast_to(np.asarray(v), (n_keys,))
+                   for f, v in S.KEY_ROW_ABSENT.items()},
                 dense=np.zeros(n_keys, np.int64), xdense=np.zeros(n_keys, np.int64),
                 free=np.zeros(max(n_keys - n_hot, 1), np.int64))
     ep = S.EvPool(key=np.full(EVPOOL_SIZE, -1, np.int64), idle=np.zeros(EVPOOL_SIZE))

@@ -15,6 +15,8 @@ row is taken when the command runs; only writes create them.
 
 from __future__ import annotations
 
+import numpy as np
+
 from redsim.model.commands import (
     EFFECT_DELETE,
     EFFECT_EXISTS,
@@ -64,6 +66,16 @@ def _search(cdf, lo, hi, u):
         else:
             lo = mid
     return lo
+
+
+def zipf_cdf(n: int, s: float) -> np.ndarray:
+    """Cumulative Zipf(s) probabilities over ranks 1..n (key id 0 is the hottest):
+    the table ``key_at`` searches."""
+    w = np.arange(1, n + 1, dtype=np.float64) ** (-s)
+    cdf = np.cumsum(w)
+    cdf /= cdf[-1]
+    cdf[-1] = 1.0
+    return cdf
 
 
 @leaf

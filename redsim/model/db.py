@@ -38,6 +38,7 @@ from redsim.model.memory import POINTER, over_maxmemory_after_alloc, used_memory
 from redsim.model.objects import string_key_bytes
 from redsim.model.state import (
     EV_POLICY,
+    KEY_ROW_ABSENT,
     KS_APPEND_EXPIRES,
     KS_BUCKETS,
     KS_EXP_BUCKETS,
@@ -62,6 +63,7 @@ from redsim.model.state import (
     WI_MISSES,
     T,
     World,
+    row_table,
 )
 from redsim.model.world import as_world
 from redsim.observe.bins import count
@@ -314,19 +316,13 @@ def grow_write_once(world: World, extra: int) -> World:
     """The same world with ``extra`` more free write-once rows (the kernel ran
     low, ``KS_LOW``); the key table is copied into a larger one. The caller
     must ``pack`` the new world before the kernel runs again."""
-    from redsim.model.state import ROWS
-
     I = world.I
     n = len(world.ks_cost)
-    table = np.zeros((n + extra, len(ROWS["ks"])), np.int64)
-    fields = {}
-    for j, f in enumerate(ROWS["ks"]):
-        name = f"ks_{f}"
-        col = (table.view(np.float64) if f == "expire" else table)[:, j]
+    fields = {f"ks_{f}": col for f, col in row_table("ks", {
+        f: np.broadcast_to(np.asarray(v), (n + extra,))
+        for f, v in KEY_ROW_ABSENT.items()}).items()}
+    for name, col in fields.items():
         col[:n] = getattr(world, name)
-        fields[name] = col
-    fields["ks_expire"][n:] = np.inf
-    fields["ks_xpos"][n:] = -1
     for name in ("ks_dense", "ks_xdense"):
         fields[name] = np.concatenate([getattr(world, name), np.zeros(extra, np.int64)])
     free_n = int(I[KS_FREE_N])

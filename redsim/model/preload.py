@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from redsim.model import state as S
+from redsim.model.call import zipf_cdf
 from redsim.model.commands import COMMANDS, EFFECT_READ, EFFECT_WRITE
 from redsim.model.db import next_power, preload
 from redsim.model.memory import POINTER, STARTUP_BYTES
@@ -104,9 +105,7 @@ def _key_probabilities(grp, keys: np.ndarray) -> np.ndarray | float:
     ks = grp.keyspace
     if ks.distribution != "zipf":
         return 1.0 / ks.keys
-    ranks = keys.astype(np.float64) + 1.0
-    norm = np.sum(np.arange(1, ks.keys + 1, dtype=np.float64) ** (-ks.zipf_exponent))
-    return ranks ** (-ks.zipf_exponent) / norm
+    return np.diff(zipf_cdf(ks.keys, ks.zipf_exponent), prepend=0.0)[keys]
 
 
 def _truncated_exponential(rng, n: int, rate: np.ndarray | float, cap: float) -> np.ndarray:
@@ -140,9 +139,10 @@ def _vlens(rng, grp, n: int) -> np.ndarray:
 def _fit(costs: np.ndarray, room: float, keys_before: int, ttl: bool) -> int:
     """How many of ``costs`` (youngest first) fit in ``room`` bytes, counting
     the dict buckets all the keys will need (as ``preload`` will)."""
-    n = int(np.searchsorted(np.cumsum(costs), room, side="right"))
+    total = np.cumsum(costs)
+    n = int(np.searchsorted(total, room, side="right"))
     buckets = POINTER * next_power(keys_before + n) * (2 if ttl else 1)
-    return int(np.searchsorted(np.cumsum(costs), room - buckets, side="right"))
+    return int(np.searchsorted(total, room - buckets, side="right"))
 
 
 def _generator(seed: int, part: int) -> np.random.Generator:
@@ -167,10 +167,10 @@ def plan(scenario, seed: int) -> list[GroupPreload | None]:
         vlens = _vlens(rng, grp, m)
         ttl = _write_ttl(grp)
         rate = nominal_rate(grp)
+        writes, reads, once_rate = (0.0, 0.0, 0.0) if rate is None else _rates(grp, rate)
         if m == 0:
             expires = np.zeros(0)
             lrus = np.zeros(0)
-            once_rate = 0.0 if rate is None else _rates(grp, rate)[2]
         elif rate is None:
             if math.isfinite(ttl):
                 expires = rng.uniform(0.0, 1.0, m) * ttl
@@ -179,9 +179,7 @@ def plan(scenario, seed: int) -> list[GroupPreload | None]:
             else:
                 expires = np.full(m, np.inf)
                 lrus = -rng.integers(0, PRELOAD_AGE, m).astype(np.float64)
-            once_rate = 0.0
         else:
-            writes, reads, once_rate = _rates(grp, rate)
             p = _key_probabilities(grp, keys)
             written = _truncated_exponential(rng, m, writes * p, ttl)
             with np.errstate(divide="ignore"):
@@ -190,7 +188,7 @@ def plan(scenario, seed: int) -> list[GroupPreload | None]:
             never = ~np.isfinite(idle)  # neither read nor written: as without a rate
             if never.any():
                 idle[never] = rng.integers(0, PRELOAD_AGE, int(never.sum()))
-            expires = np.minimum(ttl - written, ttl) if math.isfinite(ttl) else np.full(m, np.inf)
+            expires = ttl - written if math.isfinite(ttl) else np.full(m, np.inf)
             expires = np.where(expires > 0, expires, ttl)
             lrus = -np.ceil(idle)
         once_vlens = np.zeros(0, np.int64)
@@ -201,14 +199,15 @@ def plan(scenario, seed: int) -> list[GroupPreload | None]:
             maxmemory = scenario.server.maxmemory
             if maxmemory > 0:  # no more than fits under the limit beside the group's keys
                 hot = string_keys_bytes(grp.key_size, vlens, has_ttl, q16)
+                hot_bytes = int(hot.sum())
                 room = (ks.preload_limit * maxmemory - STARTUP_BYTES[scenario.redis_version]
-                        - planned_bytes - int(hot.sum()))
+                        - planned_bytes - hot_bytes)
                 per_key = hot.mean() if m else float(grp.value_size.mean) + grp.key_size
                 n_max = min(once_rate * span, 1.05 * max(room, 0.0) / per_key + 16)
                 once_vlens = _vlens(rng, grp, int(round(n_max)))
                 costs = string_keys_bytes(grp.key_size, once_vlens, has_ttl, q16)
                 once_vlens = once_vlens[:_fit(costs, room, planned + m, has_ttl)]
-                planned_bytes += int(hot.sum()) + int(costs[:len(once_vlens)].sum())
+                planned_bytes += hot_bytes + int(costs[:len(once_vlens)].sum())
             else:
                 once_vlens = _vlens(rng, grp, int(round(once_rate * span)))
         n_once = len(once_vlens)

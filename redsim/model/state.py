@@ -205,6 +205,9 @@ Keys = namedtuple("Keys", [
 """The keyspace (db 0): one row per key id (every group's key k is the same key),
 plus the two dicts' entry lists, which sampling draws from. Rows from
 ``I[KS_ONCE_LO]`` on hold write-once keys (``db.new_key_row``), reused once freed."""
+KEY_ROW_ABSENT = {"cost": 0, "vlen": 0, "lru": 0, "expire": np.inf, "pos": 0, "xpos": -1}
+"""The row fields of a key id with no key (``cost`` 0: absent)."""
+
 
 EvPool = namedtuple("EvPool", ["key", "idle"])
 """The eviction pool (``EvictionPoolLRU``): up to 16 candidates, best (highest
@@ -275,35 +278,43 @@ def row_stride(name: str) -> int:
     return _STRIDE.get(name, 1)
 
 
+def row_table(pre: str, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Part ``pre``'s ``ROWS`` fields copied into one row-major table: the columns,
+    strided views of it, by field name. ``values`` holds one equal-length array
+    per field; where every one is a broadcast of one value, whole rows are
+    filled in one pass."""
+    row = ROWS[pre]
+    n = len(values[row[0]])
+    table = np.empty((n, len(row)), np.int64)
+    filled = n > 0 and all(values[f].strides[0] == 0 for f in row)
+    if filled:
+        template = np.zeros(len(row), np.int64)
+        for j, f in enumerate(row):
+            view = template.view(np.float64) if f"{pre}_{f}" in FLOAT_FIELDS else template
+            view[j] = values[f][0]
+        table[:] = template
+    columns = {}
+    for j, f in enumerate(row):
+        col = (table.view(np.float64) if f"{pre}_{f}" in FLOAT_FIELDS else table)[:, j]
+        if not filled:
+            col[:] = values[f]
+        columns[f] = col
+    return columns
+
+
 def flatten(F: np.ndarray, I: np.ndarray, ready: np.ndarray, pw: np.ndarray,
             **parts) -> World:
     """A ``World`` from the scalars, the two lists and one namedtuple per part.
 
     Fields listed in ``ROWS`` are copied into one row-major table per part
-    and replaced by strided views of it (columns), int64 or float64 as before.
+    (``row_table``) and replaced by strided views of it (columns), int64 or
+    float64 as before.
     """
     fields = {"F": F, "I": I, "ready": ready, "pw": pw}
     for pre, _nt in _PARTS:
         values = parts[pre]._asdict()
-        row = ROWS.get(pre, ())
-        if row:
-            n = len(values[row[0]])
-            table = np.empty((n, len(row)), np.int64)
-            filled = n > 0 and all(values[f].strides[0] == 0 for f in row)
-            if filled:
-                # Every column one value (a broadcast): fill whole rows, one pass.
-                template = np.zeros(len(row), np.int64)
-                for j, f in enumerate(row):
-                    name = f"{pre}_{f}"
-                    (template.view(np.float64) if name in FLOAT_FIELDS else template)[j] = \
-                        values[f][0]
-                table[:] = template
-            for j, f in enumerate(row):
-                name = f"{pre}_{f}"
-                col = (table.view(np.float64) if name in FLOAT_FIELDS else table)[:, j]
-                if not filled:
-                    col[:] = values[f]
-                values[f] = col
+        if pre in ROWS:
+            values.update(row_table(pre, values))
         for f, v in values.items():
             fields[f"{pre}_{f}"] = v
     return World(**fields)
