@@ -107,6 +107,15 @@ def test_preloaded_write_once_keys_are_the_streams_last_span(ttl, history, expec
         assert abs(remaining.mean() - (ttl - span / 2)) < 4 * span / math.sqrt(12 * len(rows))
 
 
+def test_preload_counts_every_pipelined_command():
+    # An open group's rate is requests/s; each request carries `pipeline` SETs,
+    # so 100 requests/s of 3 commands, half write-once, make 150 new keys/s.
+    doc = _scenario(rate=100, once=0.5, ttl=100, history=None)
+    doc["clients"][0]["pipeline"] = 3
+    w, _, _ = build_world(load_scenario(doc), 1)
+    assert _present(w)[1] == 100 * 3 * 0.5 * 100
+
+
 def test_preload_stops_at_the_limit_youngest_first():
     # No TTL and no history: as far back as memory allows. 1 000 hot keys of
     # 176 bytes, then write-once keys while used_memory stays ≤ 90 % of 2 MB.

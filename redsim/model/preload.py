@@ -68,8 +68,9 @@ class GroupPreload:
 def nominal_rate(grp) -> float | None:
     """Commands per second the group sends while Redis keeps up, or None if
     that depends on Redis's speed (closed without think time, traces)."""
+    # Every request carries `pipeline` commands, whatever sends it.
     if grp.kind == "open":
-        return float(grp.profile[0].rate if grp.profile else grp.rate)
+        return float(grp.profile[0].rate if grp.profile else grp.rate) * grp.pipeline
     if grp.kind == "closed" and grp.think.mean > 0:
         return grp.processes * grp.threads / float(grp.think.mean) * grp.pipeline
     return None
