@@ -149,3 +149,12 @@ def test_history_of_a_closed_group_without_think_names_the_field():
     group.update({"kind": "closed", "think": 0})
     with pytest.raises(ScenarioError, match=r"keyspace\.history"):
         load_scenario(doc)
+
+
+def test_write_once_keys_without_any_bound_name_the_field():
+    # A TTL on EXPIRE does not bound the keys SET writes: with no history and no
+    # maxmemory the keys present at time 0 would be unbounded.
+    doc = _scenario(history=None)
+    doc["clients"][0]["mix"].append({"command": "EXPIRE", "weight": 1, "ttl": 60})
+    with pytest.raises(ScenarioError, match=r"keyspace\.history"):
+        load_scenario(doc)

@@ -891,7 +891,8 @@ class Scenario(_Model):
             seen[name] = i
         for i, group in enumerate(self.clients):
             ks = group.keyspace
-            ttls = [m.ttl for m in group.mix if m.ttl]
+            ttls = [m.ttl for m in group.mix  # the TTL the written keys get
+                    if m.ttl and COMMANDS[m.command.upper()].effect == EFFECT_WRITE]
             if (ks.write_once > 0 and ks.history is None and not ttls
                     and self.server.maxmemory == 0):
                 raise BadValue("a history (how long the workload ran before time 0), a TTL on "
