@@ -60,6 +60,20 @@ def summary_table(summary: dict) -> str:
         ("commands per cycle", f"{summary['commands_per_cycle']:.2f}"),
         ("requests rejected by pools", f"{summary['requests_rejected']:,}"),
     ]
+    if summary.get("aof_enabled") or summary.get("total_forks"):
+        rows += [
+            ("  aof / fsync / fork / cow",
+             " / ".join(f"{summary[f'cpu_{k}_share']:.1%}"
+                        for k in ("aof", "fsync", "fork", "cow"))),
+            ("AOF fsyncs / delayed",
+             f"{summary['aof_fsyncs']:,} / {summary['aof_delayed_fsync']:,}"),
+            ("forks / latest fork", f"{summary['total_forks']:,} / "
+             + _fmt_s(summary["latest_fork_usec"] * 1e-6)),
+            ("copy-on-write peak", f"{summary['cow_peak_bytes'] / 2**20:,.1f} MB"),
+        ]
+    if summary.get("trace_passes"):
+        rows.append(("trace passes / mean time", f"{summary['trace_passes']:,} / "
+                     + _fmt_s(summary["trace_pass_mean_s"])))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
 

@@ -26,6 +26,10 @@ CPU_COLUMNS = {
     "cpu_connections": S.W_CPU_CONNECTIONS,  # accept/createClient, freeClient
     "cpu_eviction": S.W_CPU_EVICTION,  # performEvictions
     "cpu_expire": S.W_CPU_EXPIRE,  # activeExpireCycle (slow and fast)
+    "cpu_aof": S.W_CPU_AOF,  # write() of the AOF buffer, incl. waiting behind an fsync
+    "cpu_fsync": S.W_CPU_FSYNC,  # fdatasync on the main thread (appendfsync always)
+    "cpu_fork": S.W_CPU_FORK,  # fork()
+    "cpu_cow": S.W_CPU_COW,  # copy-on-write faults while a child lives
 }
 
 
@@ -64,6 +68,19 @@ class Result:
     latency: Latency
     summary: dict[str, Any]
     provenance: dict[str, Any]
+    forks: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """One row per fork: ``time``, ``fork_s`` (the main thread's stall), ``child``
+    (rdb / aof), ``rss`` and ``pages`` at the fork, ``cow_bytes`` copied by the
+    time the child exited, and ``end`` (when it exited; inf if still running)."""
+    trace_passes: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """One row per completed pass over a trace by one source (an endpoint call):
+    ``group``, ``start``, ``end``, ``duration_s``."""
+    latency_events: dict[str, pd.DataFrame] = field(default_factory=dict)
+    """The latency monitor (``LATENCY HISTORY event``): per event, its last 160
+    per-second maxima as ``time`` (s) and ``latency_ms``."""
+    fsync_calls: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """fdatasync calls of the AOF by duration (queueing on the disk + the call):
+    ``usecs_lo``, ``usecs_hi``, ``count``."""
     eviction_calls: pd.DataFrame = field(default_factory=pd.DataFrame)
     """performEvictions calls per log2 bucket: ``usecs_lo``/``usecs_hi`` and ``count``
     (all calls), ``tofree_lo``/``tofree_hi`` bytes and ``tofree_count`` (calls over
@@ -81,6 +98,19 @@ class Result:
 
         c = self.eviction_calls
         return log2_histogram_text("usecs", c["usecs_lo"], c["usecs_hi"], c["count"])
+
+    def latency_doctor(self) -> str:
+        """``LATENCY LATEST`` as redis-cli prints it, then each event's history."""
+        lines = ["event                      latest-time  latest-ms  max-ms  samples"]
+        for name, df in self.latency_events.items():
+            lines.append(f"{name:<26} {df['time'].iloc[-1]:>11.0f}  "
+                         f"{df['latency_ms'].iloc[-1]:>9d}  {df['latency_ms'].max():>6d}  "
+                         f"{len(df):>7d}")
+        for name, df in self.latency_events.items():
+            lines.append(f"\nLATENCY HISTORY {name} (time s, ms)")
+            lines += [f"  {t:>8.0f}  {ms}" for t, ms in zip(df["time"], df["latency_ms"],
+                                                            strict=True)]
+        return "\n".join(lines)
 
     @classmethod
     def from_world(cls, scenario, seed: int, w: S.World, info: dict, pending: int) -> Result:
@@ -180,6 +210,8 @@ class Result:
                               "tofree_hi": 2 ** (b + 1) - 1, "tofree_count": w.rc_tofree.copy()})
         summary["eviction_calls"] = int(w.rc_evhist.sum())
         summary["eviction_calls_over_limit"] = int(w.rc_tofree.sum())
+        forks, passes, lm, fsyncs = _persistence_tables(scenario, w, info)
+        summary.update(_persistence_summary(w, ts, forks, passes, fsyncs))
         provenance = {
             "redsim_version": __version__,
             "seed": seed,
@@ -196,7 +228,9 @@ class Result:
             provenance["simpy"] = simpy.__version__
         except ImportError:  # pragma: no cover
             pass
-        return cls(scenario, seed, ts, latency, summary, provenance, calls)
+        return cls(scenario, seed, ts, latency, summary, provenance, forks=forks,
+                   trace_passes=passes, latency_events=lm, fsync_calls=fsyncs,
+                   eviction_calls=calls)
 
     # -- the run folder ----------------------------------------------------------
 
@@ -207,7 +241,9 @@ class Result:
         ``summary.json``, ``timeseries.parquet``, ``latency_histogram.csv``,
         ``cycles.csv`` (the phase table), ``eviction_calls.csv`` and
         ``funclatency.txt`` (performEvictions call times), ``overview.png``,
-        ``cycles.png`` (the S0-style figure, when maxmemory is set) and
+        ``cycles.png`` (the S0-style figure, when maxmemory is set),
+        ``forks.csv``, ``trace_passes.csv`` and ``latency_monitor.txt`` when
+        there were forks, trace passes or latency-monitor samples, and
         ``provenance.json``. Nothing in them depends on the
         wall clock, so the same scenario and seed give byte-identical files.
         """
@@ -228,6 +264,12 @@ class Result:
         self.eviction_calls.to_csv(out / "eviction_calls.csv", index=False)
         (out / "provenance.json").write_text(json.dumps(self.provenance, indent=2,
                                                         sort_keys=True) + "\n")
+        if not self.forks.empty:
+            self.forks.to_csv(out / "forks.csv", index=False)
+        if not self.trace_passes.empty:
+            self.trace_passes.to_csv(out / "trace_passes.csv", index=False)
+        if self.latency_events:
+            (out / "latency_monitor.txt").write_text(self.latency_doctor() + "\n")
         if not self.eviction_calls.empty and self.eviction_calls["count"].sum():
             (out / "funclatency.txt").write_text(self.funclatency() + "\n")
         if plots:
@@ -283,3 +325,75 @@ def _memory_columns(ts: pd.DataFrame, wi: np.ndarray, scenario, length: np.ndarr
     ts["evicted_keys"] = np.cumsum(wi[S.WI_EVICTED])
     ts["evicted_per_sec"] = wi[S.WI_EVICTED] / length
     ts["oom_rejected_per_sec"] = wi[S.WI_OOM] / length
+    # Persistence (INFO persistence), gauges at each window's end.
+    ts["aof_buffer_length"] = wi[S.WI_AOF_BUF]
+    ts["aof_current_size"] = wi[S.WI_AOF_SIZE]
+    ts["aof_delayed_fsync"] = np.cumsum(wi[S.WI_AOF_DELAYED])
+    ts["fsyncs_per_sec"] = wi[S.WI_FSYNCS] / length
+    ts["rdb_changes_since_last_save"] = wi[S.WI_DIRTY]
+    ts["rdb_bgsave_in_progress"] = (wi[S.WI_CHILD] == S.CHILD_RDB).astype(np.int64)
+    ts["aof_rewrite_in_progress"] = (wi[S.WI_CHILD] == S.CHILD_AOF).astype(np.int64)
+    ts["total_forks"] = np.cumsum(wi[S.WI_FORKS])
+    ts["current_cow_size"] = wi[S.WI_COW_BYTES]
+    # No allocator fragmentation yet: the parent's RSS is used_memory; the
+    # child's copied pages come on top of it on the host.
+    ts["used_memory_rss"] = used + wi[S.WI_COW_BYTES]
+
+
+def _persistence_tables(scenario, w: S.World, info: dict):
+    """Forks, trace passes, latency-monitor histories and fsync durations."""
+    from redsim.model import latency
+
+    n = int(w.I[S.N_FORK_REC])
+    rec = w.rc_forks[: n * S.N_FORK_FIELDS].reshape(n, S.N_FORK_FIELDS)
+    forks = pd.DataFrame(rec, columns=list(S.FORK_FIELDS))
+    forks["child"] = forks["child"].map({S.CHILD_RDB: "rdb", S.CHILD_AOF: "aof"})
+    for col in ("rss", "pages", "cow_bytes"):
+        forks[col] = forks[col].astype(np.int64)
+    n = int(w.I[S.N_PASS])
+    rec = w.rc_passes[: n * S.N_PASS_FIELDS].reshape(n, S.N_PASS_FIELDS)
+    passes = pd.DataFrame({"group": [info["groups"][int(g)] for g in rec[:, 0]],
+                           "start": rec[:, 1], "end": rec[:, 2]})
+    passes["duration_s"] = passes["end"] - passes["start"]
+    lm = {}
+    size = latency.LATENCY_TS_LEN
+    for e, name in enumerate(latency.EVENTS):
+        count = int(w.rc_lm_n[e])
+        if not count:
+            continue
+        idx = [(i % size) for i in range(max(0, count - size), count)]
+        base = e * size
+        lm[name] = pd.DataFrame({"time": w.rc_lm_t[base:base + size][idx],
+                                 "latency_ms": w.rc_lm_ms[base:base + size][idx]})
+    b = np.arange(len(w.rc_fsync))
+    fsyncs = pd.DataFrame({"usecs_lo": np.where(b == 0, 0, 2 ** b), "usecs_hi": 2 ** (b + 1) - 1,
+                           "count": w.rc_fsync.copy()})
+    return forks, passes, lm, fsyncs
+
+
+def _persistence_summary(w: S.World, ts: pd.DataFrame, forks: pd.DataFrame,
+                         passes: pd.DataFrame, fsyncs: pd.DataFrame) -> dict:
+    """INFO persistence / stats figures for the summary."""
+    out = {
+        "aof_enabled": int(w.I[S.AOF_ON]),
+        "aof_delayed_fsync": int(w.I[S.AOF_DELAYED]),
+        "aof_fsyncs": int(w.I[S.STAT_FSYNCS]),
+        "aof_current_size_end": int(w.I[S.AOF_SIZE]),
+        "aof_buffer_length_max": int(ts["aof_buffer_length"].max()) if len(ts) else 0,
+        "total_forks": int(w.I[S.STAT_FORKS]),
+        "latest_fork_usec": int(round(float(w.F[S.LATEST_FORK]) * 1e6)),
+        "fork_max_s": float(forks["fork_s"].max()) if len(forks) else 0.0,
+        "rdb_saves": int(w.I[S.STAT_RDB_SAVES]),
+        "aof_rewrites": int(w.I[S.STAT_AOF_REWRITES]),
+        "cow_peak_bytes": int(ts["current_cow_size"].max()) if len(ts) else 0,
+        "cow_bytes_last_child": int(forks["cow_bytes"].iloc[-1]) if len(forks) else 0,
+        "trace_passes": len(passes),
+        "trace_pass_mean_s": float(passes["duration_s"].mean()) if len(passes) else None,
+    }
+    c = fsyncs["count"].to_numpy()
+    if c.sum():
+        # Bucket b holds [2^b, 2^(b+1)) µs: the median bucket's bounds.
+        mid = int(np.searchsorted(np.cumsum(c), c.sum() / 2))
+        out["fsync_median_usecs_bucket"] = [int(fsyncs["usecs_lo"][mid]),
+                                            int(fsyncs["usecs_hi"][mid])]
+    return out

@@ -1,8 +1,9 @@
 """Run one scenario: SimPy drives the compiled main-thread kernel.
 
-SimPy holds what runs concurrently with the Redis main thread: for now the
-progress reporter, and in later issues the bio (lazyfree) thread, the
-``everysec`` fsync thread, the fork child and the disk. The main thread is a
+SimPy holds what acts on the Redis main thread from outside: the progress
+reporter and the scenario's timed events (BGSAVE / BGREWRITEAOF). The
+``everysec`` fsync thread, the disk and the fork child are timelines inside
+the kernel (``model/event_loop.py`` says why). The main thread is a
 SimPy process that, each time it runs, lets the kernel advance iteration by
 iteration up to the next scheduled control event (``env.peek()``), then
 yields until the thread's own clock. Control events are scheduled with
@@ -78,6 +79,12 @@ class Simulation:
                 return
             yield env.timeout(max(t, t_stop) - env.now)
 
+    def _event(self, at: float, child: int):
+        """A scenario event: at ``at`` s, BGSAVE / BGREWRITEAOF is sent; the main
+        thread runs it with the next file events."""
+        yield control_timeout(self.env, at)
+        self.world.I[S.FORK_REQ] = child
+
     def _progress(self):
         step = max(self.horizon / 200.0, float(self.scenario.sample_interval))
         done = 0.0
@@ -102,6 +109,9 @@ class Simulation:
                              leave=False, dynamic_ncols=True,
                              disable=os.environ.get("REDSIM_NO_PROGRESS") == "1")
             self.env.process(self._progress())
+        for ev in self.scenario.events:
+            child = S.CHILD_RDB if ev.do == "bgsave" else S.CHILD_AOF
+            self.env.process(self._event(float(ev.at), child))
         main = self.env.process(self._main_thread())
         self.env.run(until=main)
         w, ref = self.world, self.ref  # the kernel may have grown the world

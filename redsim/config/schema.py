@@ -33,6 +33,7 @@ from redsim.config.directives import KNOWN_REDIS_DIRECTIVES, MODELLED_DIRECTIVES
 from redsim.config.errors import BadValue, did_you_mean, show
 from redsim.config.redis_conf import quote_arg
 from redsim.config.units import (
+    parse_bandwidth,
     parse_bool,
     parse_cost_us,
     parse_duration,
@@ -42,6 +43,8 @@ from redsim.config.units import (
     parse_size,
 )
 from redsim.model.commands import COMMANDS, EFFECT_WRITE
+from redsim.model.disk import PRESETS as DISK_PRESETS
+from redsim.model.fork import FORK_PRESETS
 
 # ---------------------------------------------------------------------------------
 # Annotated value types: a plain Python type plus the unit parser that produces it.
@@ -112,6 +115,8 @@ EvictionPolicy = Literal[
     "volatile-ttl",
 ]
 AppendFsync = Literal["always", "everysec", "no"]
+Thp = Literal["always", "madvise", "never"]
+EventAction = Literal["bgsave", "bgrewriteaof"]
 RedisVersion = Literal["6.2", "7.0", "7.2"]
 ServiceDistribution = Literal["fixed", "exponential"]
 ClientKind = Literal["closed", "open", "trace"]
@@ -277,7 +282,21 @@ class Server(_Model):
     """Minutes per LFU counter decrement; 0 = never decay."""
     active_expire_effort: Annotated[int, _v(parse_int, minimum=1, maximum=10)] = 1
     appendonly: Bool = False
+    """Log every write to the append-only file (``model/aof.py``)."""
     appendfsync: Annotated[AppendFsync, _literal(AppendFsync)] = "everysec"
+    """always: fdatasync on the main thread before the replies; everysec: a
+    background fsync once a second (writes wait ≤ 2 s behind a slow one); no: the
+    kernel writes back."""
+    no_appendfsync_on_rewrite: Bool = False
+    """Skip fsync while a fork child (BGSAVE or rewrite) exists."""
+    auto_aof_rewrite_percentage: Annotated[int, _v(parse_int, minimum=0)] = 100
+    """Rewrite the AOF once it grew by this % over its size after the last
+    rewrite, %; 0 = never."""
+    auto_aof_rewrite_min_size: Bytes = 64 * 1024**2
+    """... and only once it is larger than this, bytes."""
+    disable_thp: Bool = True
+    """Redis opts out of transparent huge pages (``prctl``) when the host's
+    setting is ``always`` (6.2+); set ``no`` to keep them (S1)."""
     save: Annotated[list[tuple[int, int]], _v(parse_save)] = Field(
         default_factory=lambda: [(3600, 1), (300, 100), (60, 10000)]
     )
@@ -432,6 +451,10 @@ class Cpu(_Model):
     """activeExpireCycle, per key looked at, µs."""
     expire_delete: CostUs = 2.0
     """activeExpireCycle, per expired key deleted, µs."""
+    aof_write: CostUs = 5.0
+    """The AOF ``write()`` into the page cache, per call, µs."""
+    aof_write_per_byte: CostUs = 0.0005
+    """... per byte written, µs/B (~2 GB/s)."""
     distribution: Annotated[ServiceDistribution, _literal(ServiceDistribution)] = "fixed"
     """Variability of command costs: fixed, or × a mean-1 exponential (M/M/1 checks)."""
     commands: Annotated[dict[str, CommandCost], _v(_parse_commands)] = Field(default_factory=dict)
@@ -455,6 +478,45 @@ class Engine(_Model):
     allocator_quantum: Annotated[int, _v(_quantum)] = 8
     """jemalloc quantum, bytes: 8 for Redis's bundled jemalloc, 16 for distribution
     packages linked to the system jemalloc (`MEMORY MALLOC-STATS` prints it)."""
+
+
+class Disk(_Model):
+    """The disk under the AOF and RDB files (``model/disk.py``): a FIFO device."""
+
+    preset: Annotated[str, _v(_choice(tuple(DISK_PRESETS)))] = "ssd"
+    """A device from ``redsim.model.disk.PRESETS``: nvme, ssd, cloud-disk, hdd."""
+    fsync: DurationDist | None = None
+    """fdatasync latency of a small append, s; None = the preset's (lognormal)."""
+    write_bandwidth: Annotated[float | None, _v(_optional(parse_bandwidth))] = None
+    """Sequential write bandwidth, bytes/s (`200mb/s`); None = the preset's."""
+
+
+class Host(_Model):
+    """The machine Redis runs on: what fork() and copy-on-write cost (``model/fork.py``)."""
+
+    transparent_huge_pages: Annotated[Thp, _literal(Thp)] = "madvise"
+    """/sys/kernel/mm/transparent_hugepage/enabled. Redis's heap uses 2 MB pages only
+    with ``always`` and ``disable-thp no``."""
+    fork: Annotated[str, _v(_choice(tuple(FORK_PRESETS)))] = "bare-metal"
+    """fork() cost preset (``redsim.model.fork.FORK_PRESETS``, from the Redis latency docs)."""
+    fork_per_gb: Annotated[float | None, _v(_optional(parse_duration))] = None
+    """fork() time per GB of RSS mapped with 4 KB pages, s; None = the preset's."""
+    fork_fixed: Seconds = 0.5e-3
+    """fork() time besides the page tables (process, VMAs, file table), s."""
+    cow_fault: Seconds = 1e-6
+    """A copy-on-write fault's fixed cost (trap, page allocation, PTE update), s."""
+    cow_copy_bandwidth: Annotated[float, _v(parse_bandwidth)] = 4.5e9
+    """Bytes/s the kernel copies a page at: a 2 MB page takes ~0.47 ms, a 4 KB one ~1 µs."""
+    child_keys_per_sec: Annotated[float, _v(parse_rate)] = 600e3
+    """Keys the fork child serialises per second (reference §5.4: 5 M keys in 8 s)."""
+
+
+class ScenarioEvent(_Model):
+    """Something done to the server at a given time: ``{at: 30s, do: bgsave}``."""
+
+    at: Seconds
+    do: Annotated[EventAction, _literal(EventAction)]
+    """bgsave or bgrewriteaof, run as the command would be."""
 
 
 class Network(_Model):
@@ -856,6 +918,10 @@ class Scenario(_Model):
     server: Server = Field(default_factory=Server)
     engine: Engine = Field(default_factory=Engine)
     network: Network = Field(default_factory=Network)
+    disk: Disk = Field(default_factory=Disk)
+    host: Host = Field(default_factory=Host)
+    events: list[ScenarioEvent] = Field(default_factory=list)
+    """Commands run at given times (``{at: 30s, do: bgsave}``), in time order."""
     clients: Annotated[list[ClientGroup], _v(_parse_clients)] = Field(
         default_factory=_default_clients
     )
@@ -881,6 +947,10 @@ class Scenario(_Model):
         if self.sample_interval > self.duration:
             raise BadValue(f"a sample-interval ≤ the duration ({self.duration:g} s)",
                            f"{self.sample_interval:g} s", field=("sample-interval",))
+        for i, ev in enumerate(self.events):
+            if not 0 <= ev.at < self.duration:
+                raise BadValue(f"an event time in [0, duration = {self.duration:g} s)",
+                               f"{ev.at:g} s", field=("events", i, "at"))
         seen: dict[str, int] = {}
         for i, group in enumerate(self.clients):
             name = group.name or f"group{i}"

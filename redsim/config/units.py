@@ -210,6 +210,30 @@ def parse_rate(v: Any) -> float:
     return _to_float(number, RATE_EXPECTED, v)
 
 
+BANDWIDTH_EXPECTED = ("a bandwidth like 200mb/s or 1.5gb/s "
+                      "(a size per second; a bare number is bytes/s)")
+
+
+def parse_bandwidth(v: Any) -> float:
+    """Parse a bandwidth into bytes per second: a number (bytes/s) or a size as
+    `parse_size` reads it (Redis units: 1mb = 1024², 1m = 10⁶) followed by `/s`:
+    `200mb/s`, `1gb/s`; a decimal like `4.5gb/s` is allowed."""
+    number = _number_of(v)
+    if number is None and isinstance(v, str):
+        text = v.strip().lower()
+        m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([a-z]*)\s*/\s*s", text)
+        if m is None:
+            raise BadValue(BANDWIDTH_EXPECTED, show(v))
+        try:
+            unit = parse_size("1" + m.group(2)) if m.group(2) else 1
+        except BadValue:
+            raise BadValue(BANDWIDTH_EXPECTED, show(v)) from None
+        number = _fraction_of(m.group(1), BANDWIDTH_EXPECTED, v) * unit
+    if number is None or number <= 0:
+        raise BadValue(BANDWIDTH_EXPECTED, show(v))
+    return _to_float(number, BANDWIDTH_EXPECTED, v)
+
+
 def parse_bool(v: Any) -> bool:
     """Parse a boolean: YAML's true/false, Redis's yes/no, or on/off (any case)."""
     if isinstance(v, bool):

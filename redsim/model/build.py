@@ -6,13 +6,13 @@ import math
 
 import numpy as np
 
-from redsim.model import preload
+from redsim.model import disk, fork, latency, preload
 from redsim.model import state as S
 from redsim.model.call import zipf_cdf
 from redsim.model.commands import _TABLE, COMMAND_IDS, DEFAULT_COUNT
 from redsim.model.db import LRU_CLOCK_START
-from redsim.model.eviction import EVPOOL_SIZE, LOG2_BUCKETS, time_limit
-from redsim.model.histogram import N_BUCKETS
+from redsim.model.eviction import EVPOOL_SIZE, time_limit
+from redsim.model.histogram import LOG2_BUCKETS, N_BUCKETS
 from redsim.model.memory import CLIENT_STRUCT_BYTES, STARTUP_BYTES
 from redsim.model.rng import RandomStreams, server_seeds
 from redsim.model.trace import parse_trace
@@ -46,9 +46,10 @@ def _command_table(scenario):
     fixed, per_byte, per_elem = fixed * k, per_byte * k, per_elem * k
     namelen = np.array([len(c.name) for c in _TABLE], np.int64)
     effect = np.array([c.effect for c in _TABLE], np.int64)
+    write = np.array([1 if c.write else 0 for c in _TABLE], np.int64)
     denyoom = np.array([1 if c.denyoom else 0 for c in _TABLE], np.int64)
     assert len(namelen) == n
-    return shape, fixed, per_byte, per_elem, namelen, effect, denyoom
+    return shape, fixed, per_byte, per_elem, namelen, effect, denyoom, write
 
 
 def _memoryless(grp) -> bool:
@@ -79,6 +80,78 @@ def _wheel_size(groups, n_slots: list[int]) -> tuple[float, int]:
     width = min(max(1.0 / rate, 1e-7), 1.0) if rate > 0 else 1.0
     n_buckets = 1 << int(math.ceil(math.log2(min(max(2 * sources, 64), 1 << 22))))
     return width, n_buckets
+
+
+def forks_possible(scenario) -> bool:
+    """Whether the run can fork: save points, an AOF that may be rewritten, or events."""
+    server = scenario.server
+    return bool(server.save or (server.appendonly and server.auto_aof_rewrite_percentage)
+                or scenario.events)
+
+
+def _pages(scenario, n_keys: int) -> tuple[int, int]:
+    """Page size (log2) of Redis's heap and the copy-on-write bitmap's words.
+
+    The bitmap covers the largest memory a fork could see: maxmemory (or,
+    without one, 4 KB per key row and at least 1 GB), twice over for what
+    maxmemory does not count, in pages of 32 bits a word.
+    """
+    huge = (scenario.host.transparent_huge_pages == "always"
+            and not scenario.server.disable_thp)
+    shift = fork.HUGE_PAGE_SHIFT if huge else fork.SMALL_PAGE_SHIFT
+    if not forks_possible(scenario):
+        return shift, 1
+    span = scenario.server.maxmemory or max(n_keys * 4096, 1 << 30)
+    pages = (2 * span + (1 << shift) - 1) >> shift
+    return shift, (pages + 31) // 32
+
+
+def rdb_bytes(w: S.World) -> int:
+    """What ``fork.rdb_bytes`` counts, for the keys present now (numpy)."""
+    present = w.ks_cost > 0
+    v = w.ks_vlen[present]
+    klen = int(w.I[S.KEY_LEN])
+    per = fork.RDB_KEY_OVERHEAD + klen + np.where(v >= 0, v, fork.RDB_INT_BYTES)
+    ttl = int(np.count_nonzero(w.ks_xpos[present] >= 0))
+    return int(per.sum()) + ttl * fork.RDB_EXPIRE_BYTES + 18
+
+
+def _persistence(scenario, seed: int, F: np.ndarray, I: np.ndarray) -> None:
+    """AOF, disk, fork and latency-monitor settings into the scalars."""
+    server, d, host = scenario.server, scenario.disk, scenario.host
+    cpu = scenario.engine.cpu
+    I[S.AOF_ON] = 1 if server.appendonly else 0
+    I[S.AOF_POLICY] = {"always": S.FSYNC_ALWAYS, "everysec": S.FSYNC_EVERYSEC,
+                       "no": S.FSYNC_NO}[server.appendfsync]
+    I[S.AOF_RW_PERC] = server.auto_aof_rewrite_percentage
+    I[S.AOF_RW_MIN] = server.auto_aof_rewrite_min_size
+    I[S.NO_FSYNC_RW] = 1 if server.no_appendfsync_on_rewrite else 0
+    I[S.N_SAVE] = len(server.save)
+    I[S.LM_THRESHOLD] = server.latency_monitor_threshold
+    F[S.AOF_POSTPONE_START] = -1.0
+    F[S.AOF_LAST_FSYNC] = 0.0
+    F[S.AOF_BG_END] = 0.0
+    F[S.C_AOF_WRITE] = cpu.aof_write * US * cpu.scale
+    F[S.C_AOF_WRITE_B] = cpu.aof_write_per_byte * US * cpu.scale
+    preset = disk.PRESETS[d.preset]
+    if d.fsync is None:
+        kind, mean, lo, hi, sig = (S.DIST_LOGNORMAL, preset.fsync_mean_s, 0.0, math.inf,
+                                   preset.fsync_sigma)
+    else:
+        kind, mean, lo, hi, sig = _dist(d.fsync)
+    I[S.DISK_KIND] = kind
+    F[S.DISK_MEAN], F[S.DISK_LOW], F[S.DISK_HIGH], F[S.DISK_SIGMA] = mean, lo, hi, sig
+    F[S.DISK_BW] = d.write_bandwidth or preset.write_bandwidth
+    I[S.DISK_RNG1], I[S.DISK_RNG2] = disk.disk_seeds(seed)
+    per_gb = host.fork_per_gb if host.fork_per_gb is not None else (
+        fork.FORK_PRESETS[host.fork].ms_per_gb * 1e-3)
+    F[S.FORK_FIXED] = host.fork_fixed
+    F[S.FORK_PER_BYTE] = per_gb / 2**30
+    F[S.COW_FAULT] = host.cow_fault
+    F[S.COW_COPY_B] = 1.0 / host.cow_copy_bandwidth
+    F[S.CHILD_KEY_RATE] = host.child_keys_per_sec
+    F[S.CHILD_END] = math.inf
+    F[S.T_LAST_BGSAVE_TRY] = -math.inf
 
 
 def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
@@ -256,9 +329,9 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
     rq = S.Reqs(
         group=i64(slot_group), pool=i64(slot_pool), t_issue=np.zeros(R),
         next=np.full(R, -1, np.int64), trace_pos=np.zeros(R, np.int64),
-        active=np.ones(R, np.int64), free_stack=free_stack,
+        active=np.ones(R, np.int64), free_stack=free_stack, pass_t0=np.full(R, -1.0),
     )
-    shape, fixed, per_byte, per_elem, namelen, effect, denyoom = _command_table(scenario)
+    shape, fixed, per_byte, per_elem, namelen, effect, denyoom, write = _command_table(scenario)
     if tr_parts:
         tr = {f: np.concatenate([getattr(t, f) for t in tr_parts])
               for f in ("cmd", "req_bytes", "reply_bytes", "elems", "value", "time", "big")}
@@ -268,7 +341,10 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
         tr["big"] = np.zeros((1, 4), np.int64)
     tb = S.Tables(
         cmd_shape=shape, cmd_fixed=fixed, cmd_per_byte=per_byte, cmd_per_elem=per_elem,
-        cmd_namelen=namelen, cmd_effect=effect, cmd_denyoom=denyoom, mix_cmd=i64(mix_cmd),
+        cmd_namelen=namelen, cmd_effect=effect, cmd_denyoom=denyoom, cmd_write=write,
+        save_secs=i64([sec for sec, _ in scenario.server.save] or [0]),
+        save_changes=i64([ch for _, ch in scenario.server.save] or [0]),
+        mix_cmd=i64(mix_cmd),
         mix_cum=f64(mix_cum),
         mix_keys=i64(mix_keys), mix_count=i64(mix_count), mix_ttl=i64(mix_ttl),
         prof_t=f64(prof_t or [0.0]), prof_rate=f64(prof_rate or [0.0]),
@@ -320,7 +396,17 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
         wf[row] = np.nan
     rc = S.Rec(wf=wf, wi=np.zeros((S.N_WI, n_win), np.int64),
                hist=np.zeros(N_BUCKETS, np.int64), whist=np.zeros(N_BUCKETS, np.int64),
-               evhist=np.zeros(LOG2_BUCKETS, np.int64), tofree=np.zeros(LOG2_BUCKETS, np.int64))
+               evhist=np.zeros(LOG2_BUCKETS, np.int64), tofree=np.zeros(LOG2_BUCKETS, np.int64),
+               fsync=np.zeros(LOG2_BUCKETS, np.int64),
+               forks=np.zeros(S.MAX_FORK_REC * S.N_FORK_FIELDS),
+               passes=np.zeros((S.MAX_PASS_REC if any(g.kind == "trace" for g in groups) else 1)
+                               * S.N_PASS_FIELDS),
+               lm_t=np.zeros(latency.N_EVENTS * latency.LATENCY_TS_LEN),
+               lm_ms=np.zeros(latency.N_EVENTS * latency.LATENCY_TS_LEN, np.int64),
+               lm_n=np.zeros(latency.N_EVENTS, np.int64),
+               lm_max=np.zeros(latency.N_EVENTS, np.int64))
+    page_shift, pg_words = _pages(scenario, n_keys)
+    pg = S.Pages(cow=np.zeros(pg_words, np.int64))
 
     F, I = S.new_scalars()
     server = scenario.server
@@ -378,8 +464,16 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
     I[S.WH_FREE] = 0
     F[S.WH_INV] = 1.0 / wh_width
 
+    I[S.PAGE_SHIFT] = page_shift
+    I[S.PG_WORDS] = pg_words
+    I[S.KEY_LEN] = groups[0].key_size
+    _persistence(scenario, seed, F, I)
+
     w = S.flatten(F, I, ready=np.zeros(max(C, 1), np.int64), pw=np.zeros(max(C, 1), np.int64),
                   cn=cn, rq=rq, pl=pl, gp=gp, tb=tb, ks=ks, ep=ep, hp=hp, wh=wh, ln=ln, rg=rg,
-                  rc=rc)
+                  pg=pg, rc=rc)
     preload.apply(w, plans, scenario, seed, n_hot)
+    if scenario.server.appendonly:
+        # The AOF the server started from holds the preloaded dataset (its base).
+        I[S.AOF_SIZE] = I[S.AOF_BASE] = rdb_bytes(w)
     return w, streams, {"n_windows": n_win - 1, "groups": [g.name for g in groups]}

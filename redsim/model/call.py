@@ -11,12 +11,18 @@ from the trace). Extra keys of a multi-key command (MGET, MSET, DEL k1 k2 …)
 are drawn from the group's key distribution when the command runs. A write's
 first key may be a write-once key (``keyspace.write-once``): a new name, whose
 row is taken when the command runs; only writes create them.
+
+A write command that changed something counts its keys in ``server.dirty``
+(the save points' change count) and is propagated to the AOF as sent (a DEL
+or EXPIRE of a missing key changes nothing and is not). Trace commands and
+collection commands count as one change.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from redsim.model.aof import feed
 from redsim.model.commands import (
     EFFECT_DELETE,
     EFFECT_EXISTS,
@@ -40,7 +46,7 @@ from redsim.model.db import (
 from redsim.model.jit import leaf, step
 from redsim.model.protocol import bulk, digits, elements, header, value_bytes_moved
 from redsim.model.rng import draw, peek_uniform, uniform
-from redsim.model.state import T
+from redsim.model.state import DIRTY, T
 from redsim.model.world import prefetch
 
 NIL_REPLY = 5  # $-1\r\n
@@ -133,6 +139,7 @@ def call(w, c):
     moved = value_bytes_moved(shape, w.cn_next_value[c], k, n)
     key = w.cn_next_key[c]
     effect = w.tb_cmd_effect[cmd]
+    changed = 1  # keys a write changed (server.dirty); collections and traces: 1
     if key != NO_KEY and effect != EFFECT_NONE:
         g = w.cn_group[c]
         key_len = w.gp_key_size[g]
@@ -157,11 +164,14 @@ def call(w, c):
             for i in range(k):
                 set_key(w, key if i == 0 else pick_key(w, g), key_len, w.cn_next_value[c],
                         w.cn_next_ttl[c])
+            changed = k
         elif effect == EFFECT_DELETE:
+            changed = 0
             for i in range(k):
                 kk = key if i == 0 else pick_key(w, g)
                 if key_live(w, kk):
                     db_delete(w, kk)
+                    changed += 1
         elif effect == EFFECT_EXISTS:
             for i in range(k):
                 lookup_key(w, key if i == 0 else pick_key(w, g), False)
@@ -174,7 +184,13 @@ def call(w, c):
                 set_key(w, key, key_len, INTEGER_VALUE, ttl)
             w.cn_next_reply[c] = 1 + digits(1000) + 2
         elif effect == EFFECT_EXPIRE:
+            changed = 0
             if key_live(w, key):
                 set_key(w, key, key_len, w.ks_vlen[key], w.cn_next_ttl[c])
+                changed = 1
+    if w.tb_cmd_write[cmd] and changed > 0:
+        # call() → propagate: the command goes to the AOF as it was sent.
+        w.I[DIRTY] += changed
+        feed(w, w.cn_next_bytes[c])
     return w.cn_next_scale[c] * (w.tb_cmd_fixed[cmd] + w.tb_cmd_per_byte[cmd] * moved
                                  + w.tb_cmd_per_elem[cmd] * elements(shape, k, n))

@@ -50,7 +50,10 @@ from redsim.model.state import (
     KIND_OPEN,
     KIND_TRACE,
     LINE_ARRIVE,
+    MAX_PASS_REC,
     N_GROUPS,
+    N_PASS,
+    N_PASS_FIELDS,
     PENDING_CLOSE,
     REQ_DONE,
     REQ_ISSUED,
@@ -173,6 +176,8 @@ def issue(w, r, te):
     I = w.I
     F = w.F
     w.rq_t_issue[r] = te
+    if w.rq_trace_pos[r] == 0 and w.gp_kind[w.rq_group[r]] == KIND_TRACE:
+        w.rq_pass_t0[r] = te  # a pass over the trace (one endpoint call) begins
     I[REQ_ISSUED] += 1
     I[IN_FLIGHT] += 1
     count(w, WI_ISSUED, te, 1)
@@ -214,6 +219,20 @@ def free_slot(w, g, r):
     w.gp_free_n[g] += 1
 
 
+@leaf
+def record_pass(w, g, r, te):
+    """Source r of trace group g got the reply to the trace's last line at te:
+    one pass (one endpoint call) done, if it began at line 0."""
+    t0 = w.rq_pass_t0[r]
+    n = w.I[N_PASS]
+    if t0 >= 0.0 and n < MAX_PASS_REC:
+        w.rc_passes[n * N_PASS_FIELDS] = g
+        w.rc_passes[n * N_PASS_FIELDS + 1] = t0
+        w.rc_passes[n * N_PASS_FIELDS + 2] = te
+        w.I[N_PASS] = n + 1
+    w.rq_pass_t0[r] = -1.0
+
+
 @step
 def finish_source(w, r, te, backoff):
     """What a source does after its request ends at te (or is rejected, then
@@ -236,6 +255,7 @@ def finish_source(w, r, te, backoff):
         n_lines = w.gp_trace_end[g] - w.gp_trace_start[g]
         nxt = w.rq_trace_pos[r] + w.gp_pipeline[g]
         if nxt + w.gp_pipeline[g] > n_lines:
+            record_pass(w, g, r, te - backoff)
             if not w.gp_replay_loop[g]:
                 w.rq_active[r] = 0
                 return

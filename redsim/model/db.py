@@ -33,10 +33,14 @@ from __future__ import annotations
 import numpy as np
 
 from redsim.model import lfu
+from redsim.model.aof import feed_del
+from redsim.model.cow import cow_touch
 from redsim.model.jit import entry, leaf, step
 from redsim.model.memory import POINTER, over_maxmemory_after_alloc, used_memory
 from redsim.model.objects import string_key_bytes
 from redsim.model.state import (
+    CHILD,
+    CHILD_NONE,
     EV_POLICY,
     KEY_ROW_ABSENT,
     KS_APPEND_EXPIRES,
@@ -71,6 +75,7 @@ from redsim.observe.bins import count
 DICT_HT_INITIAL_SIZE = 4  # buckets (src/dict.h)
 HASHTABLE_MAX_LOAD_FACTOR = 1.618  # expand even past maxmemory above this (src/server.h)
 HASHTABLE_MIN_FILL = 10  # % below which serverCron shrinks a dict (src/server.h)
+DICT_FORCE_RESIZE_RATIO = 5  # a dict grows while a fork child exists only this full (dict.c)
 NO_TTL = float("inf")
 LRU_CLOCK_MAX = (1 << 24) - 1  # 24-bit LRU field, seconds (src/server.h)
 LRU_CLOCK_START = 1 << 23  # the clock at time 0, so preloaded keys can be older
@@ -96,6 +101,8 @@ def buckets_after_add(w, used, size):
         return DICT_HT_INITIAL_SIZE
     if used < size:
         return size
+    if w.I[CHILD] != CHILD_NONE and used / size <= DICT_FORCE_RESIZE_RATIO:
+        return size  # updateDictResizePolicy: no resizing while a child shares the pages
     new = next_power(used + 1)
     # dictExpandAllowed: refuse if the new table would pass maxmemory, unless
     # the table is already overfull.
@@ -186,6 +193,8 @@ def db_add(w, k, key_len, vlen, expire):
     w.ks_expire[k] = expire
     w.ks_lru[k] = lfu.new_field(w) if is_lfu(w) else I[LRU_CLOCK]
     I[MEM_DATASET] += cost
+    cow_touch(w, k, 0)
+    cow_touch(w, k, 1)
 
 
 @step
@@ -202,6 +211,7 @@ def db_delete(w, k):
     if w.ks_xpos[k] >= 0:
         expires_remove(w, k)
     w.ks_cost[k] = 0
+    cow_touch(w, k, 0)  # the entry is unlinked from its bucket chain and freed
     if k >= I[KS_ONCE_LO]:  # a write-once key's row is free for the next new name
         w.ks_free[I[KS_FREE_N]] = k
         I[KS_FREE_N] += 1
@@ -245,6 +255,8 @@ def set_key(w, k, key_len, vlen, ttl):
     w.ks_vlen[k] = vlen
     w.ks_expire[k] = expire
     w.ks_lru[k] = access_field(w, w.ks_lru[k])
+    cow_touch(w, k, 0)  # the entry's value pointer
+    cow_touch(w, k, 1)  # the new value's allocation
 
 
 @leaf
@@ -254,6 +266,7 @@ def expire_if_needed(w, k):
     I = w.I
     if w.ks_expire[k] < F[T]:
         db_delete(w, k)
+        feed_del(w)
         I[STAT_EXPIRED] += 1
         count(w, WI_EXPIRED, F[T], 1)
         return True
@@ -276,7 +289,8 @@ def lookup_key(w, k, touch):
     if key_live(w, k):
         I[STAT_HITS] += 1
         count(w, WI_HITS, F[T], 1)
-        if touch:
+        # No LRU/LFU update while a fork child exists: it would copy the page.
+        if touch and I[CHILD] == CHILD_NONE:
             w.ks_lru[k] = access_field(w, w.ks_lru[k])
         return w.ks_vlen[k]
     I[STAT_MISSES] += 1
@@ -286,8 +300,10 @@ def lookup_key(w, k, touch):
 
 @step
 def resize_dicts(w):
-    """serverCron's ``tryResizeHashTables`` for db 0."""
+    """serverCron's ``tryResizeHashTables`` for db 0 (skipped while a fork child exists)."""
     I = w.I
+    if I[CHILD] != CHILD_NONE:
+        return
     I[KS_BUCKETS] = buckets_after_cron(I[KS_KEYS], I[KS_BUCKETS])
     I[KS_EXP_BUCKETS] = buckets_after_cron(I[KS_EXPIRES], I[KS_EXP_BUCKETS])
 

@@ -2,8 +2,10 @@
 
 One iteration, as in ``src/ae.c`` and ``src/server.c`` (reference §1.1–1.2):
 
-1. ``beforeSleep``: write the replies queued by the previous iteration's
-   commands (``handleClientsWithPendingWrites``, at most
+1. ``beforeSleep``: the fast expire cycle; the AOF flush (``aof.py``: one
+   write of the iteration's writes, and with ``appendfsync always`` the
+   fdatasync the replies wait for); then write the replies queued by the
+   previous iteration's commands (``handleClientsWithPendingWrites``, at most
    ``NET_MAX_WRITES_PER_EVENT`` = 64 KB per client per pass), plus a fixed
    per-iteration cost for the poll syscall and beforeSleep's own bookkeeping.
 2. Poll: every connection whose request bytes arrived by now is ready. If
@@ -15,9 +17,10 @@ One iteration, as in ``src/ae.c`` and ``src/server.c`` (reference §1.1–1.2):
    (``processInputBuffer``); replies are queued, not written. Inside a big
    bulk argument (≥ ``PROTO_MBULK_BIG_ARG`` = 32 KB) the read stops at the
    argument's end, and 7.x reads all of the rest at once (§1.3).
-4. Time events: ``serverCron`` if due. Its next run is ``1000/hz`` ms after
-   it *returns* (ae reschedules from the callback's end), with ``dynamic-hz``
-   doubling hz while clients/hz > 200.
+4. Time events: ``serverCron`` if due (it also runs the persistence cron:
+   a finished fork child, save points, AOF rewrite, a postponed AOF flush).
+   Its next run is ``1000/hz`` ms after it *returns* (ae reschedules from
+   the callback's end), with ``dynamic-hz`` doubling hz while clients/hz > 200.
 
 So a command executed in iteration k has its reply written at the start of
 iteration k+1, after every other ready client of iteration k and after any
@@ -32,9 +35,13 @@ the poll timeout is computed before ``beforeSleep``, so a sleeping thread
 wakes for its timer late by that beforeSleep's length.
 
 Deviations, each small and documented:
-- ``serverCron`` is an ae time event here, inside the kernel, as in ae.c;
-  concurrent actors (client pools, and in later issues the bio/fsync threads
-  and fork child) are outside it.
+- ``serverCron`` is an ae time event here, inside the kernel, as in ae.c.
+  The ``everysec`` fsync thread, the disk and the fork child run concurrently
+  with the main thread, but touch it only where Redis looks at them (a
+  pending fsync job in ``flushAppendOnlyFile``, a finished child in
+  ``serverCron``), and their timelines are known when they start; so they
+  are kept as times in the kernel (``disk.py``, ``fork.py``), exact, rather
+  than as SimPy processes the kernel would stop for.
 - Accepting a connection (``acceptTcpHandler`` + ``createClient``) is charged
   at its first read rather than as a separate listening-socket event; freeing
   a client closed by its pool is charged at the next iteration's file events.
@@ -55,19 +62,23 @@ timer due exactly at a poll runs after that poll's file events.
 from __future__ import annotations
 
 from redsim.model import client_memory, events
+from redsim.model.aof import aof_cron, flush_append_only_file
 from redsim.model.call import call, pick_key, pick_write_key, value_size
 from redsim.model.client_memory import PROTO_REPLY_CHUNK_BYTES, REPLY_NODE_USABLE
 from redsim.model.clients import handle_event
 from redsim.model.commands import EFFECT_READ, EFFECT_WRITE
+from redsim.model.cow import charge_cow
 from redsim.model.db import LRU_CLOCK_MAX, LRU_CLOCK_START, resize_dicts
 from redsim.model.eviction import EVICT_FAIL, EVICT_RUNNING, perform_evictions
 from redsim.model.expire import active_expire_cycle
+from redsim.model.fork import fork_command, persistence_cron
 from redsim.model.jit import entry, leaf, step
 from redsim.model.memory import used_memory
 from redsim.model.protocol import PROTO_IOBUF_LEN, big_args, reply_bytes, request_bytes
 from redsim.model.ring import wrap
 from redsim.model.rng import exponential, uniform
 from redsim.model.state import (
+    AOF_ON,
     BATCHING,
     C_ACCEPT,
     C_CLOSE,
@@ -85,6 +96,7 @@ from redsim.model.state import (
     EL_CYCLES,
     EV_ARRIVE,
     EV_TIMER,
+    FORK_REQ,
     HZ,
     HZ_CONF,
     IN_FLIGHT,
@@ -317,6 +329,7 @@ def read_query_from_client(w, c):
     busy(w, W_CPU_COMMANDS, cpu)
     if evict_cpu > 0.0:
         busy(w, W_CPU_EVICTION, evict_cpu)
+    charge_cow(w)
     client_memory.reply_added(w, c)
     client_memory.update(w, c)
     if executed > 0:
@@ -469,8 +482,11 @@ def server_cron(w):
     spent = active_expire_cycle(w, False)  # databasesCron: the slow cycle
     if spent > 0.0:
         busy(w, W_CPU_EXPIRE, spent)
+        charge_cow(w)
     I[LRU_CLOCK] = (int(F[T]) + LRU_CLOCK_START) & LRU_CLOCK_MAX  # server.lruclock, 1 s
-    resize_dicts(w)  # databasesCron (no fork child yet)
+    resize_dicts(w)  # databasesCron
+    persistence_cron(w)  # a finished child, save points, AOF rewrite
+    aof_cron(w)  # a postponed AOF flush
     F[T_LAST_CRON] = F[T]
     F[CRON_WHEN] = F[T] + 1.0 / hz
 
@@ -499,6 +515,9 @@ def run(world, t_stop):
             spent = active_expire_cycle(w, True)  # the fast cycle
             if spent > 0.0:
                 busy(w, W_CPU_EXPIRE, spent)
+                charge_cow(w)
+            if I[AOF_ON]:  # group commit: before any reply of this iteration leaves
+                flush_append_only_file(w, False)
             handle_clients_with_pending_writes(w)
             # The poll's timeout runs to the next timer. 7.x computes it after
             # beforeSleep; 6.2 before it, so 6.2 sleeps beforeSleep's length too long.
@@ -548,9 +567,12 @@ def run(world, t_stop):
         for _ in range(n):
             read_query_from_client(w, ready_pop(w))
         # Time events, newest timer first (ae inserts at the list head).
+        if I[FORK_REQ]:  # a scenario event's BGSAVE / BGREWRITEAOF, read with the rest
+            fork_command(w)
         if I[EV_TIMER]:
             result, spent = perform_evictions(w)
             busy(w, W_CPU_EVICTION, spent)
+            charge_cow(w)
             if result != EVICT_RUNNING:
                 I[EV_TIMER] = 0
         if F[T] >= F[CRON_WHEN]:

@@ -40,7 +40,9 @@ from __future__ import annotations
 import math
 
 from redsim.model import lfu
+from redsim.model.aof import feed_del
 from redsim.model.db import EVPOOL_SIZE, LRU_CLOCK_MAX, db_delete, key_exists
+from redsim.model.histogram import log2_bucket
 from redsim.model.jit import leaf, step
 from redsim.model.memory import mem_tofree
 from redsim.model.rng import server_uniform
@@ -74,7 +76,6 @@ EVICT_OK = 0
 EVICT_RUNNING = 1
 EVICT_FAIL = 2
 KEYS_PER_CHECK = 16  # the time limit is checked every 16 evicted keys
-LOG2_BUCKETS = 64
 
 
 def time_limit(tenacity: int) -> float:
@@ -85,17 +86,6 @@ def time_limit(tenacity: int) -> float:
     if tenacity < 100:
         return 500e-6 * 1.15 ** (tenacity - 10)
     return math.inf
-
-
-@leaf
-def log2_bucket(x):
-    """Bucket b with 2^b ≤ x < 2^(b+1) (0 for x < 2), like BCC's log2 histograms."""
-    b = 0
-    v = int(x)
-    while v > 1 and b < LOG2_BUCKETS - 1:
-        v >>= 1
-        b += 1
-    return b
 
 
 @leaf
@@ -216,6 +206,7 @@ def perform_evictions(w):
             result = EVICT_FAIL
             break
         freed += db_delete(w, k)
+        feed_del(w)  # propagateDeletion: the DEL goes to the AOF (not counted)
         cpu += F[C_EV_DELETE]
         keys_freed += 1
         I[STAT_EVICTED] += 1

@@ -21,6 +21,7 @@ looked at, ``engine.cpu.expire-delete`` per key deleted.
 
 from __future__ import annotations
 
+from redsim.model.aof import feed_del
 from redsim.model.db import db_delete
 from redsim.model.jit import leaf, step
 from redsim.model.state import (
@@ -91,6 +92,7 @@ def active_expire_cycle(w, fast):
             cpu += F[C_EXP_SAMPLE]
             if w.ks_expire[k] < now:
                 db_delete(w, k)  # the last entry moves into pos: look at pos again
+                feed_del(w)
                 expired += 1
                 cpu += F[C_EXP_DELETE]
                 I[EXP_CURSOR] = pos

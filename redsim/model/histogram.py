@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from redsim.model.jit import entry, step
+from redsim.model.jit import entry, leaf, step
 
 SUB = 64
 E_MIN = -23  # frexp exponent of the smallest resolved value: 2^-24 s ≈ 60 ns
@@ -71,3 +71,17 @@ def quantile(counts, edges_, n, q):
 def quantiles(counts: np.ndarray, qs: list[float]) -> list[float]:
     """Several quantiles of a histogram (seconds)."""
     return [float(quantile(counts, _EDGES, len(counts), q)) for q in qs]
+
+
+LOG2_BUCKETS = 64
+
+
+@leaf
+def log2_bucket(x):
+    """Bucket b with 2^b ≤ x < 2^(b+1) (0 for x < 2), like BCC's log2 histograms."""
+    b = 0
+    v = int(x)
+    while v > 1 and b < LOG2_BUCKETS - 1:
+        v >>= 1
+        b += 1
+    return b

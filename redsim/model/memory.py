@@ -7,16 +7,19 @@ its size class. Modelled parts, all in bytes:
 - the dataset's keys: Σ ``objects.string_key_bytes`` (``MEM_DATASET``);
 - the dicts' bucket arrays: 8 bytes per bucket of the main and expires dicts;
 - clients: structs, query buffers, reply buffers and lists
-  (``client_memory``).
+  (``client_memory``);
+- the AOF buffer (``aof_buf``, ``model/aof.py``), which is also
+  ``mem_not_counted_for_evict``: eviction does not try to make room for it.
 
-Not yet modelled: replication and AOF buffers (and so
-``mem_not_counted_for_evict``, 0 here), lazy-free memory in flight.
+Not yet modelled: replication buffers, lazy-free memory in flight. Pages
+copied on write after a fork are outside ``used_memory`` (``model/cow.py``).
 """
 
 from __future__ import annotations
 
 from redsim.model.jit import leaf
 from redsim.model.state import (
+    AOF_BUF,
     KS_BUCKETS,
     KS_EXP_BUCKETS,
     MAXMEMORY,
@@ -44,13 +47,13 @@ def used_memory(w):
     """``zmalloc_used_memory()``, bytes."""
     I = w.I
     return (I[MEM_STARTUP] + I[MEM_DATASET] + POINTER * (I[KS_BUCKETS] + I[KS_EXP_BUCKETS])
-            + clients_memory(w))
+            + clients_memory(w) + I[AOF_BUF])
 
 
 @leaf
 def not_counted_for_evict(w):
-    """``freeMemoryGetNotCountedMemory()``: replica and AOF buffers (none yet), bytes."""
-    return 0
+    """``freeMemoryGetNotCountedMemory()``: the AOF buffer (no replicas), bytes."""
+    return w.I[AOF_BUF]
 
 
 @leaf

@@ -27,7 +27,23 @@ import numpy as np
  C_EV_CALL, C_EV_CHECK, C_EV_SAMPLE, C_EV_DELETE, EV_TIME_LIMIT,
  C_EXP_SAMPLE, C_EXP_DELETE, EXP_LAST_FAST,
  WIN_LO, WIN_HI,  # bounds of the window `observe.bins.window` found last, s
- N_F) = range(31)
+ # persistence (model/aof.py, model/disk.py, model/fork.py), s unless noted
+ AOF_POSTPONE_START,  # when a flush was first postponed behind a busy fsync; -1 = not
+ AOF_LAST_FSYNC,  # server.aof_last_fsync: the unixtime (whole s) of the last fsync
+ AOF_BG_END,  # when the background fsync job running (or last run) ends
+ AOF_LAST_WRITEBACK,  # appendfsync no: the kernel flusher's last writeback of the AOF
+ DISK_FREE,  # when the disk's queue of jobs empties (FIFO)
+ DISK_BW,  # sequential write bandwidth, bytes/s
+ DISK_MEAN, DISK_LOW, DISK_HIGH, DISK_SIGMA,  # fdatasync latency distribution, s
+ C_AOF_WRITE, C_AOF_WRITE_B,  # main-thread write() of the AOF: per call, per byte
+ FORK_FIXED, FORK_PER_BYTE,  # fork(): fixed, and per byte of RSS mapped with 4 KB pages
+ COW_FAULT, COW_COPY_B,  # a copy-on-write fault: fixed, and per byte copied
+ CHILD_KEY_RATE,  # keys the fork child serialises per second
+ CHILD_NEXT, CHILD_DT,  # the child's next chunk submission, and the time between chunks
+ CHILD_END,  # when the child exits (known once its last chunk is queued); inf before
+ T_LASTSAVE, T_LAST_BGSAVE_TRY, T_FORK, LATEST_FORK,
+ COW_CPU,  # copy-on-write fault time accumulated by the command being run, s
+ N_F) = range(56)
 
 # ---- I: integer scalars -----------------------------------------------------
 (PHASE, HEAP_N, SEQ, CONNECTED, HZ_CONF, HZ, DYN_HZ, BATCHING, DIST_EXP,
@@ -54,7 +70,24 @@ import numpy as np
  # mark of free rows, and the flag asking Python to add rows
  KS_ONCE_LO, KS_FREE_N, KS_FREE_LOW, KS_LOW,
  KS_APPEND_EXPIRES,  # 1 while preloading: expires entries appended, shuffled after
- N_I) = range(78)
+ # persistence (model/aof.py, model/disk.py, model/fork.py); sizes in bytes
+ AOF_ON, AOF_POLICY, AOF_BUF, AOF_UNSYNCED, AOF_SIZE, AOF_BASE, AOF_DELAYED,
+ AOF_RW_PERC, AOF_RW_MIN, NO_FSYNC_RW, AOF_RW_SCHEDULED, STAT_FSYNCS,
+ DIRTY, DIRTY_AT_FORK,  # server.dirty, and its value when the child forked
+ CHILD,  # the fork child: CHILD_NONE, CHILD_RDB or CHILD_AOF
+ FORK_REQ,  # a scenario event asked for BGSAVE / BGREWRITEAOF (CHILD_RDB / CHILD_AOF)
+ N_SAVE,  # save points in tb_save_secs / tb_save_changes
+ PAGE_SHIFT,  # log2 of the page size: 12 (4 KB) or 21 (2 MB transparent huge pages)
+ N_PAGES, PG_WORDS, COW_PAGES,  # pages at the fork, bitmap capacity (words), pages copied
+ CHILD_CHUNKS, CHILD_CHUNK_B, CHILD_LAST_B,  # chunks still to queue, their size, the last's
+ STAT_FORKS, STAT_RDB_SAVES, STAT_AOF_REWRITES, STAT_FORK_REFUSED,
+ DISK_KIND, DISK_RNG1, DISK_RNG2,  # fdatasync distribution kind; the disk's generator
+ LM_THRESHOLD,  # latency-monitor-threshold, ms (0 = off)
+ KEY_LEN,  # key length assumed for the DELs evictions and expiries propagate, bytes
+ N_FORK_REC, N_PASS,  # records kept in rc_forks / rc_passes
+ AOF_SIZE_AT_FORK,  # aof_current_size when the rewrite child forked
+ CHILD_FILE_B,  # bytes of the file the child writes (RDB, or the AOF's new base)
+ N_I) = range(115)
 
 # Event-loop phases: where the kernel resumes.
 PH_BEFORE_SLEEP = 0
@@ -82,6 +115,24 @@ LINE_REPLY = 1  # EV_REPLY half an RTT after the main thread wrote the last byte
 N_LINES = 2
 LINE_KIND = (EV_ARRIVE, EV_REPLY)
 
+# The fork child (I[CHILD]).
+CHILD_NONE = 0
+CHILD_RDB = 1  # BGSAVE
+CHILD_AOF = 2  # BGREWRITEAOF
+
+# Columns of the per-fork records (Rec.forks) and per-pass records (Rec.passes).
+FORK_FIELDS = ("time", "fork_s", "child", "rss", "pages", "cow_bytes", "end")
+N_FORK_FIELDS = len(FORK_FIELDS)
+MAX_FORK_REC = 4096
+PASS_FIELDS = ("group", "start", "end")
+N_PASS_FIELDS = len(PASS_FIELDS)
+MAX_PASS_REC = 65536
+
+# appendfsync (I[AOF_POLICY]).
+FSYNC_ALWAYS = 0
+FSYNC_EVERYSEC = 1
+FSYNC_NO = 2
+
 # maxmemory-policy (I[EV_POLICY]).
 (POLICY_NOEVICTION, POLICY_ALLKEYS_LRU, POLICY_ALLKEYS_LFU, POLICY_ALLKEYS_RANDOM,
  POLICY_VOLATILE_LRU, POLICY_VOLATILE_LFU, POLICY_VOLATILE_RANDOM, POLICY_VOLATILE_TTL) = range(8)
@@ -101,15 +152,23 @@ DIST_LOGNORMAL = 3
 
 # Windowed float series (rows of Rec.wf) and int series (rows of Rec.wi).
 (W_CPU_COMMANDS, W_CPU_READ, W_CPU_WRITE, W_CPU_ITERATION, W_CPU_CRON, W_CPU_CONNECTIONS,
- W_CPU_EVICTION, W_CPU_EXPIRE, W_IN_SYSTEM, W_IN_SERVER, W_BUSY_CONNS, W_WAITERS, W_LAT_SUM,
+ W_CPU_EVICTION, W_CPU_EXPIRE,
+ W_CPU_AOF,  # write() of the AOF buffer, incl. a write blocked behind a running fsync
+ W_CPU_FSYNC,  # fdatasync on the main thread (appendfsync always)
+ W_CPU_FORK,  # fork()
+ W_CPU_COW,  # copy-on-write faults of the parent while a child lives
+ W_IN_SYSTEM, W_IN_SERVER, W_BUSY_CONNS, W_WAITERS, W_LAT_SUM,
  W_LAT_MAX,
- W_P50, W_P90, W_P99, W_P999, W_HZ, N_WF) = range(20)
-N_CPU = 8  # the first N_CPU rows of wf are CPU activities
+ W_P50, W_P90, W_P99, W_P999, W_HZ, N_WF) = range(24)
+N_CPU = 12  # the first N_CPU rows of wf are main-thread activities
 (WI_COMMANDS, WI_DONE, WI_ISSUED, WI_CYCLES, WI_CONNECTED, WI_IN_FLIGHT, WI_REJECTED,
  WI_OPENED, WI_CLOSED, WI_HITS, WI_MISSES, WI_EXPIRED, WI_EVICTED, WI_OOM,
  # gauges at each window's end (model/memory.py)
  WI_USED_MEMORY, WI_KEYS, WI_EXPIRES, WI_BUCKETS, WI_MEM_CLIENTS, WI_MEM_CLIENTS_INFO,
- N_WI) = range(21)
+ # persistence: counts per window, then gauges at each window's end
+ WI_FSYNCS, WI_AOF_DELAYED, WI_FORKS,
+ WI_AOF_BUF, WI_AOF_SIZE, WI_COW_BYTES, WI_CHILD, WI_DIRTY,
+ N_WI) = range(29)
 
 Conns = namedtuple("Conns", [
     "pool",  # owning pool
@@ -150,6 +209,7 @@ Reqs = namedtuple("Reqs", [
     "trace_pos",  # trace sources: next line to send
     "active",  # closed/trace sources: 0 once a `replay: once` trace is done
     "free_stack",  # open-loop/recorded-trace/memoryless groups: free slots, by group
+    "pass_t0",  # trace sources: when the current pass over the trace began, s
 ])
 
 Pools = namedtuple("Pools", [
@@ -187,6 +247,8 @@ Tables = namedtuple("Tables", [
     "tr_cmd", "tr_req_bytes", "tr_reply_bytes", "tr_elems", "tr_value", "tr_time",
     "tr_big_first", "tr_big_period", "tr_big_n", "tr_big_len",
     "cmd_effect",  # what the command does to the keyspace (db.EFFECT_*)
+    "cmd_write",  # 1: a write command (propagated to the AOF, counted in server.dirty)
+    "save_secs", "save_changes",  # the `save` points
     "cmd_denyoom",  # 1: refused with -OOM when eviction fails
     "zipf_cdf",
 ])
@@ -223,17 +285,24 @@ Wheel = namedtuple("Wheel", [
     "t", "seq", "kind", "id", "next",  # per entry; `next` also links the free list
 ])
 Rng = namedtuple("Rng", ["buf", "pos"])
+Pages = namedtuple("Pages", [
+    "cow",  # copy-on-write bitmap: bit p of word p >> 5 set once page p was copied
+])
 Rec = namedtuple("Rec", [
     "wf", "wi", "hist", "whist",
     "evhist",  # performEvictions calls by duration: bucket b holds [2^b, 2^(b+1)) µs
     "tofree",  # calls over the limit by mem_tofree: bucket b holds [2^b, 2^(b+1)) bytes
+    "fsync",  # fdatasync calls by duration (queueing + the call): [2^b, 2^(b+1)) µs
+    "forks",  # one row of FORK_FIELDS per fork (model/fork.py)
+    "passes",  # one row of PASS_FIELDS per completed pass of a trace source
+    "lm_t", "lm_ms", "lm_n", "lm_max",  # latency monitor (model/latency.py)
 ])
 
 # The kernel sees one flat record: every field of the groups above, prefixed
 # with the group's short name (``cn_req``, ``gp_think_mean``, ``rc_wf``, ...).
 _PARTS = (("cn", Conns), ("rq", Reqs), ("pl", Pools), ("gp", Groups), ("tb", Tables),
           ("ks", Keys), ("ep", EvPool), ("hp", Heap), ("wh", Wheel), ("ln", Lines), ("rg", Rng),
-          ("rc", Rec))
+          ("pg", Pages), ("rc", Rec))
 World = namedtuple("World", ["F", "I"] + [f"{pre}_{f}" for pre, nt in _PARTS for f in nt._fields]
                    + ["ready", "pw"])
 """Every array the kernel reads or writes, by name.
@@ -253,7 +322,7 @@ FLOAT_FIELDS = frozenset(
      "tb_cmd_per_elem",
      "tb_mix_cum", "tb_prof_t", "tb_prof_rate", "tb_tr_time", "tb_zipf_cdf", "ks_expire", "ep_idle",
      "hp_t", "wh_t", "ln_t",
-     "rg_buf", "rc_wf"])
+     "rg_buf", "rc_wf", "rc_forks", "rc_passes", "rc_lm_t", "rq_pass_t0"])
 """World fields holding float64; every other field holds int64."""
 
 

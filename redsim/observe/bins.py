@@ -14,8 +14,13 @@ from redsim.model.histogram import _EDGES, N_BUCKETS, bucket, quantile
 from redsim.model.jit import entry, leaf, step
 from redsim.model.memory import clients_memory, used_memory
 from redsim.model.state import (
+    AOF_BUF,
+    AOF_SIZE,
+    CHILD,
     CONNECTED,
+    COW_PAGES,
     CUR_WIN,
+    DIRTY,
     DT,
     HZ,
     IN_FLIGHT,
@@ -27,6 +32,7 @@ from redsim.model.state import (
     LAT_SUM,
     MEM_CLIENTS_INFO,
     N_WIN,
+    PAGE_SHIFT,
     SNAP_WIN,
     T_NEXT_SNAP,
     W_HZ,
@@ -37,8 +43,13 @@ from redsim.model.state import (
     W_P99,
     W_P999,
     WARMUP,
+    WI_AOF_BUF,
+    WI_AOF_SIZE,
     WI_BUCKETS,
+    WI_CHILD,
     WI_CONNECTED,
+    WI_COW_BYTES,
+    WI_DIRTY,
     WI_DONE,
     WI_EXPIRES,
     WI_IN_FLIGHT,
@@ -161,6 +172,11 @@ def snapshot_gauges(w, te):
         w.rc_wi[cell(I, WI_BUCKETS, k)] = I[KS_BUCKETS] + I[KS_EXP_BUCKETS]
         w.rc_wi[cell(I, WI_MEM_CLIENTS, k)] = clients_memory(w)
         w.rc_wi[cell(I, WI_MEM_CLIENTS_INFO, k)] = I[MEM_CLIENTS_INFO]
+        w.rc_wi[cell(I, WI_AOF_BUF, k)] = I[AOF_BUF]
+        w.rc_wi[cell(I, WI_AOF_SIZE, k)] = I[AOF_SIZE]
+        w.rc_wi[cell(I, WI_COW_BYTES, k)] = I[COW_PAGES] << I[PAGE_SHIFT]
+        w.rc_wi[cell(I, WI_CHILD, k)] = I[CHILD]
+        w.rc_wi[cell(I, WI_DIRTY, k)] = I[DIRTY]
         I[SNAP_WIN] = k + 1
         F[T_NEXT_SNAP] += F[DT]
 

@@ -1,0 +1,197 @@
+"""The append-only file: ``feedAppendOnlyFile`` and ``flushAppendOnlyFile``
+(``src/aof.c``; reference §5.1).
+
+- **feed**: every write command that changed the dataset, and the DEL that an
+  eviction or an expiry propagates, appends its RESP encoding to
+  ``aof_buf`` (``AOF_BUF``). The buffer is counted in ``used_memory`` and
+  excluded from eviction's ``mem_tofree`` (``memory.not_counted_for_evict``).
+- **flush**: once per event-loop iteration, in ``beforeSleep`` before any
+  reply is written (group commit), one ``write()`` of the whole buffer on the
+  main thread; then, by ``appendfsync``:
+
+  - ``always``: ``fdatasync`` on the main thread, which waits for the disk
+    (``disk.submit``); the replies of the iteration's writes go out after it.
+    With an empty buffer it fsyncs only if written data is still unsynced,
+    so an iteration of reads never fsyncs.
+  - ``everysec``: if the second (``unixtime``) moved on since the last fsync
+    and no background fsync is running, a background fsync job is queued on
+    the disk (the bio thread). If one is still running when a flush is due,
+    the write is postponed — the buffer grows — for up to 2 s (whole
+    seconds of ``unixtime``, as Redis counts them; retried from every
+    ``serverCron``); then it is written anyway, ``aof_delayed_fsync`` is
+    counted, and on Linux that ``write()`` blocks until the fsync ends.
+  - ``no``: the kernel's flusher writes dirty AOF pages back about every 30 s
+    (a disk job that takes no main-thread time).
+
+  ``no-appendfsync-on-rewrite yes`` skips the fsync while a fork child exists.
+
+Deviations: the feed size is the command's request encoding (7.x rewrites
+relative expiries to absolute ones, a few bytes longer; the first ``SELECT``
+is left out); the DELs of evictions and expiries assume the first group's key
+length; 6.2's AOF-rewrite buffer (and its end-of-rewrite diff write) is not
+modelled — both versions behave as 7.x's incremental AOF files.
+"""
+
+from __future__ import annotations
+
+import math
+
+from redsim.model import disk, latency
+from redsim.model.histogram import log2_bucket
+from redsim.model.jit import leaf, step
+from redsim.model.protocol import digits
+from redsim.model.state import (
+    AOF_BG_END,
+    AOF_BUF,
+    AOF_DELAYED,
+    AOF_LAST_FSYNC,
+    AOF_LAST_WRITEBACK,
+    AOF_ON,
+    AOF_POLICY,
+    AOF_POSTPONE_START,
+    AOF_SIZE,
+    AOF_UNSYNCED,
+    C_AOF_WRITE,
+    C_AOF_WRITE_B,
+    CHILD,
+    CHILD_NONE,
+    FSYNC_ALWAYS,
+    FSYNC_EVERYSEC,
+    FSYNC_NO,
+    KEY_LEN,
+    NO_FSYNC_RW,
+    STAT_FSYNCS,
+    W_CPU_AOF,
+    W_CPU_FSYNC,
+    WI_AOF_DELAYED,
+    WI_FSYNCS,
+    T,
+)
+from redsim.observe.bins import add_interval, count
+
+AOF_POSTPONE_MAX = 2  # s of unixtime a write waits for a running fsync (flushAppendOnlyFile)
+WRITEBACK_INTERVAL = 30.0  # s: the kernel writes dirty pages back once they are this old
+
+
+@leaf
+def feed(w, nbytes):
+    """``feedAppendOnlyFile``: append a command's ``nbytes`` of RESP to aof_buf."""
+    if w.I[AOF_ON]:
+        w.I[AOF_BUF] += nbytes
+
+
+@leaf
+def feed_del(w):
+    """The ``DEL key`` an eviction or an expiry propagates (``propagateDeletion``)."""
+    if w.I[AOF_ON]:
+        k = w.I[KEY_LEN]
+        w.I[AOF_BUF] += 4 + 9 + 1 + digits(k) + 2 + k + 2  # *2 $3 DEL $k key
+
+
+@leaf
+def fsync_in_progress(w):
+    """``aofFsyncInProgress``: the bio thread's fsync job has not finished."""
+    return w.F[T] < w.F[AOF_BG_END]
+
+
+@leaf
+def record_fsync(w, t0, end):
+    """One fdatasync issued at t0 that completed at ``end``."""
+    w.I[STAT_FSYNCS] += 1
+    count(w, WI_FSYNCS, t0, 1)
+    w.rc_fsync[log2_bucket((end - t0) * 1e6)] += 1
+
+
+@leaf
+def unixtime(w):
+    """``server.unixtime``: the clock in whole seconds."""
+    return math.floor(w.F[T])
+
+
+@step
+def flush_append_only_file(w, force):
+    """``flushAppendOnlyFile(force)``; the main thread's time goes to
+    ``cpu_aof`` (write) and ``cpu_fsync`` (fdatasync)."""
+    F = w.F
+    I = w.I
+    policy = I[AOF_POLICY]
+    now_s = unixtime(w)
+    sync_in_progress = False
+    if I[AOF_BUF] == 0:
+        # An fsync may still be owed for data written earlier (7.x).
+        if policy == FSYNC_EVERYSEC:
+            if I[AOF_UNSYNCED] == 0 or now_s <= F[AOF_LAST_FSYNC] or fsync_in_progress(w):
+                return
+        elif policy == FSYNC_ALWAYS:
+            if I[AOF_UNSYNCED] == 0:
+                return
+        else:
+            return
+    else:
+        if policy == FSYNC_EVERYSEC:
+            sync_in_progress = fsync_in_progress(w)
+        if policy == FSYNC_EVERYSEC and not force and sync_in_progress:
+            if F[AOF_POSTPONE_START] < 0.0:
+                F[AOF_POSTPONE_START] = now_s
+                return
+            if now_s - F[AOF_POSTPONE_START] < AOF_POSTPONE_MAX:
+                return
+            I[AOF_DELAYED] += 1  # "Asynchronous AOF fsync is taking too long"
+            count(w, WI_AOF_DELAYED, F[T], 1)
+        t0 = F[T]
+        nbytes = I[AOF_BUF]
+        if sync_in_progress:
+            # On Linux a write() to a file being fsynced waits for the fsync.
+            F[T] = F[AOF_BG_END]
+            add_interval(w, W_CPU_AOF, t0, F[T])
+        spent = F[C_AOF_WRITE] + F[C_AOF_WRITE_B] * nbytes
+        add_interval(w, W_CPU_AOF, F[T], F[T] + spent)
+        F[T] += spent
+        took = F[T] - t0
+        if sync_in_progress:
+            latency.add_sample(w, latency.LM_AOF_WRITE_PENDING_FSYNC, took)
+        elif I[CHILD] != CHILD_NONE:
+            latency.add_sample(w, latency.LM_AOF_WRITE_ACTIVE_CHILD, took)
+        else:
+            latency.add_sample(w, latency.LM_AOF_WRITE_ALONE, took)
+        latency.add_sample(w, latency.LM_AOF_WRITE, took)
+        F[AOF_POSTPONE_START] = -1.0
+        I[AOF_SIZE] += nbytes
+        I[AOF_UNSYNCED] += nbytes
+        I[AOF_BUF] = 0
+    # try_fsync:
+    if I[NO_FSYNC_RW] and I[CHILD] != CHILD_NONE:
+        return
+    if policy == FSYNC_ALWAYS:
+        t0 = F[T]
+        end = disk.submit(w, t0, I[AOF_UNSYNCED], True)
+        add_interval(w, W_CPU_FSYNC, t0, end)
+        F[T] = end
+        record_fsync(w, t0, end)
+        latency.add_sample(w, latency.LM_AOF_FSYNC_ALWAYS, end - t0)
+        I[AOF_UNSYNCED] = 0
+        F[AOF_LAST_FSYNC] = now_s
+    elif policy == FSYNC_EVERYSEC and now_s > F[AOF_LAST_FSYNC]:
+        if not sync_in_progress:
+            end = disk.submit(w, F[T], I[AOF_UNSYNCED], True)
+            F[AOF_BG_END] = end
+            record_fsync(w, F[T], end)
+            I[AOF_UNSYNCED] = 0
+        F[AOF_LAST_FSYNC] = now_s
+
+
+@step
+def aof_cron(w):
+    """serverCron's AOF work: retry a postponed flush; with ``appendfsync no``,
+    the kernel's periodic writeback of dirty AOF pages."""
+    F = w.F
+    I = w.I
+    if not I[AOF_ON]:
+        return
+    if F[AOF_POSTPONE_START] >= 0.0:
+        flush_append_only_file(w, False)
+    if (I[AOF_POLICY] == FSYNC_NO and I[AOF_UNSYNCED] > 0
+            and F[T] - F[AOF_LAST_WRITEBACK] >= WRITEBACK_INTERVAL):
+        disk.submit(w, F[T], I[AOF_UNSYNCED], False)
+        I[AOF_UNSYNCED] = 0
+        F[AOF_LAST_WRITEBACK] = F[T]

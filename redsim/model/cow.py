@@ -1,0 +1,69 @@
+"""Copy-on-write after ``fork()``: which pages the parent's writes copy, and
+what the copies cost (reference §5.4; the mechanism is described in
+``model/fork.py``).
+
+The bitmap ``pg_cow`` has one bit per page that existed at the fork (4 KB,
+or 2 MB with transparent huge pages): set once the parent copied it.
+"""
+
+from __future__ import annotations
+
+from redsim.model.jit import leaf
+from redsim.model.state import (
+    CHILD,
+    CHILD_NONE,
+    COW_COPY_B,
+    COW_CPU,
+    COW_FAULT,
+    COW_PAGES,
+    N_PAGES,
+    PAGE_SHIFT,
+    W_CPU_COW,
+    T,
+)
+from redsim.observe.bins import add_interval
+
+
+@leaf
+def page_of(w, k, salt):
+    """The page (of the ``N_PAGES`` that existed at the fork) holding key row
+    k's dict entry (salt 0) or value (salt 1): a fixed hash of the row."""
+    h = ((k + 1) * 2654435761 + salt * 0x5BD1E995) & 0xFFFFFFFF
+    h ^= h >> 15
+    h = (h * 0x7FEB352D) & 0xFFFFFFFF
+    h ^= h >> 13
+    return h % w.I[N_PAGES]
+
+
+@leaf
+def cow_touch(w, k, salt):
+    """The parent writes to key row k's entry (salt 0) or value (salt 1): the
+    first write to its page since the fork copies the page."""
+    I = w.I
+    if I[CHILD] == CHILD_NONE:
+        return
+    p = page_of(w, k, salt)
+    word = p >> 5
+    bit = 1 << (p & 31)
+    if w.pg_cow[word] & bit:
+        return
+    w.pg_cow[word] |= bit
+    I[COW_PAGES] += 1
+    w.F[COW_CPU] += w.F[COW_FAULT] + (1 << I[PAGE_SHIFT]) * w.F[COW_COPY_B]
+
+
+@leaf
+def cow_bytes(w):
+    """``current_cow_size``: bytes the parent copied since the fork."""
+    return w.I[COW_PAGES] << w.I[PAGE_SHIFT]
+
+
+@leaf
+def charge_cow(w):
+    """Put the copy-on-write faults of the work just done on the main thread."""
+    F = w.F
+    if F[COW_CPU] > 0.0:
+        t0 = F[T]
+        F[T] = t0 + F[COW_CPU]
+        add_interval(w, W_CPU_COW, t0, F[T])
+        F[COW_CPU] = 0.0

@@ -1,0 +1,174 @@
+"""The disk under the AOF and the RDB file: one FIFO queue of jobs.
+
+Everything that reaches the device queues on it in the order it is issued:
+the main thread's ``fdatasync`` (``appendfsync always``), the background
+fsync job of ``everysec`` (``bio`` thread), the kernel flusher's writeback
+with ``appendfsync no``, and the fork child's chunks of the RDB / AOF-rewrite
+file (each a sequential write plus the child's incremental fsync). A job
+issued at time t starts when the device is free, ``max(t, DISK_FREE)``, and
+holds it for its duration (a Lindley recursion — exact for a FIFO
+single-server device). A job's duration is its bytes over the write
+bandwidth plus, for an fsync, one draw of the device's ``fdatasync`` latency
+(the flush and journal commit on the device).
+
+Deviation: the device serves one job at a time. Real NVMe/SSD queues overlap
+requests; with one writer (Redis's AOF) and one fork child that overlap is
+small next to an fsync's latency.
+
+The ``fdatasync`` latency draws come from a generator of the disk's own
+(two integer scalars, as the keyspace's), so a disk's randomness never shifts
+the clients' streams.
+
+Presets (``disk.preset``) and their sources are in ``PRESETS``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from redsim.model.jit import leaf
+from redsim.model.state import (
+    CHILD_CHUNK_B,
+    CHILD_CHUNKS,
+    CHILD_DT,
+    CHILD_END,
+    CHILD_LAST_B,
+    CHILD_NEXT,
+    DISK_BW,
+    DISK_FREE,
+    DISK_HIGH,
+    DISK_KIND,
+    DISK_LOW,
+    DISK_MEAN,
+    DISK_RNG1,
+    DISK_RNG2,
+    DISK_SIGMA,
+    DIST_EXPONENTIAL,
+    DIST_FIXED,
+    DIST_LOGNORMAL,
+    DIST_UNIFORM,
+)
+
+_M1, _A1 = 2147483563, 40014  # L'Ecuyer's generator, as rng.server_uniform
+_M2, _A2 = 2147483399, 40692
+
+
+@dataclass(frozen=True)
+class DiskPreset:
+    """A device: fdatasync latency (lognormal: mean, sigma of the log) and bandwidth.
+
+    Attributes:
+        fsync_mean_s: mean fdatasync latency of a small append, s.
+        fsync_sigma: lognormal shape (standard deviation of the log).
+        write_bandwidth: sequential write bandwidth, bytes/s.
+        source: where the figures come from.
+    """
+
+    fsync_mean_s: float
+    fsync_sigma: float
+    write_bandwidth: float
+    source: str
+
+
+MB = 1024 * 1024
+PRESETS: dict[str, DiskPreset] = {
+    "nvme": DiskPreset(
+        0.1e-3, 0.5, 2000 * MB,
+        "datacenter NVMe with power-loss protection: a flush completes from the "
+        "drive's protected cache, tens to a few hundred µs (etcd and PostgreSQL "
+        "pg_test_fsync reports); ~2 GB/s sequential writes"),
+    "ssd": DiskPreset(
+        1.0e-3, 0.6, 450 * MB,
+        "SATA SSD: fdatasync of a small append ~0.5-2 ms (pg_test_fsync reports for "
+        "consumer/enterprise SATA drives); SATA III caps writes near 500 MB/s"),
+    "cloud-disk": DiskPreset(
+        2.0e-3, 0.5, 125 * MB,
+        "network block storage (AWS EBS gp3, GCP pd-ssd): AWS documents "
+        "'single-digit millisecond' latency; gp3's baseline throughput is 125 MB/s"),
+    "hdd": DiskPreset(
+        8.0e-3, 0.4, 150 * MB,
+        "7200 rpm disk: a flush waits on average half a revolution (4.2 ms) plus "
+        "a seek to the journal (~4 ms); ~150 MB/s sequential"),
+}
+"""Disk presets by name (``disk.preset``)."""
+
+
+def disk_seeds(seed: int) -> tuple[int, int]:
+    """Initial states of the disk's generator for a run's root seed."""
+    a, b = np.random.SeedSequence(seed, spawn_key=(0x4449534B,)).generate_state(2)
+    return 1 + int(a) % (_M1 - 1), 1 + int(b) % (_M2 - 1)
+
+
+@leaf
+def disk_uniform(w):
+    """Next uniform in (0, 1) from the disk's generator."""
+    I = w.I
+    x1 = (_A1 * I[DISK_RNG1]) % _M1
+    x2 = (_A2 * I[DISK_RNG2]) % _M2
+    I[DISK_RNG1] = x1
+    I[DISK_RNG2] = x2
+    z = (x1 - x2) % (_M1 - 1)
+    if z == 0:
+        z = _M1 - 1
+    return z / _M1
+
+
+@leaf
+def fsync_latency(w):
+    """One draw of the device's fdatasync latency, s."""
+    F = w.F
+    kind = w.I[DISK_KIND]
+    if kind == DIST_FIXED:
+        return F[DISK_MEAN]
+    if kind == DIST_EXPONENTIAL:
+        return -F[DISK_MEAN] * math.log(disk_uniform(w))
+    if kind == DIST_UNIFORM:
+        return F[DISK_LOW] + (F[DISK_HIGH] - F[DISK_LOW]) * disk_uniform(w)
+    if kind == DIST_LOGNORMAL:
+        sigma = F[DISK_SIGMA]
+        z = math.sqrt(-2.0 * math.log(disk_uniform(w))) * math.cos(2.0 * math.pi
+                                                                  * disk_uniform(w))
+        return math.exp(math.log(F[DISK_MEAN]) - 0.5 * sigma * sigma + sigma * z)
+    return F[DISK_MEAN]
+
+
+@leaf
+def job(w, t, nbytes, fsync):
+    """Queue one job issued at time t (``nbytes`` written back, then an
+    fdatasync if ``fsync``); returns when it completes, s."""
+    F = w.F
+    start = max(t, F[DISK_FREE])
+    end = start + nbytes / F[DISK_BW]
+    if fsync:
+        end += fsync_latency(w)
+    F[DISK_FREE] = end
+    return end
+
+
+@leaf
+def queue_child_chunks(w, t):
+    """Queue the fork child's chunks issued up to time t (each its bytes plus
+    the child's incremental fsync), so that they are ahead of a job issued
+    at t. The child's writes are known in advance (``fork.redis_fork``), so
+    they are queued when the next job or ``serverCron`` looks, in issue order."""
+    F = w.F
+    I = w.I
+    while I[CHILD_CHUNKS] > 0 and F[CHILD_NEXT] <= t:
+        nbytes = I[CHILD_LAST_B] if I[CHILD_CHUNKS] == 1 else I[CHILD_CHUNK_B]
+        end = job(w, F[CHILD_NEXT], nbytes, True)
+        I[CHILD_CHUNKS] -= 1
+        if I[CHILD_CHUNKS] == 0:
+            F[CHILD_END] = end
+        else:
+            F[CHILD_NEXT] += F[CHILD_DT]
+
+
+@leaf
+def submit(w, t, nbytes, fsync):
+    """Queue a job issued at time t behind everything issued before it;
+    returns the time it completes, s."""
+    queue_child_chunks(w, t)
+    return job(w, t, nbytes, fsync)

@@ -1,0 +1,276 @@
+"""``fork()`` for BGSAVE and AOF rewrite, the child's life, and copy-on-write
+(``src/server.c:redisFork``, ``src/rdb.c``, ``src/aof.c``; reference §5.2–5.4).
+
+**Triggers** (``serverCron``, no child running): a ``save`` point
+(``dirty ≥ changes`` and more than ``seconds`` since the last save, and the
+last BGSAVE succeeded or 5 s passed since it was tried); an AOF rewrite when
+``aof_current_size`` passed ``auto-aof-rewrite-min-size`` and grew by
+``auto-aof-rewrite-percentage`` over its size after the last rewrite; a
+rewrite scheduled while a BGSAVE ran. Scenario ``events`` ask for BGSAVE /
+BGREWRITEAOF at a given time, executed as the command would be.
+
+**fork()** blocks the main thread while the kernel copies the page tables:
+``fork-fixed + RSS × fork-per-gb`` with 4 KB pages; with 2 MB transparent
+huge pages a page-table entry maps 512× more memory, so that part shrinks
+512× (why the seed S1 fork took ~6 ms). Redis records it as
+``latest_fork_usec`` and the ``fork`` latency event.
+
+**The child** writes the dataset: it serialises ``keys / child-keys-per-sec``
+seconds' worth of work and, as it goes, queues its file on the disk in
+chunks of ``rdb/aof-rewrite-incremental-fsync``'s 32 MB (6.2) / 4 MB (7.x),
+each a write plus an fsync (``disk.queue_child_chunks``). It exits when its
+last chunk is on disk; ``serverCron``'s ``checkChildrenDone`` then runs the
+done handler (``lastsave``, ``dirty``; or the new AOF base size).
+
+**Copy-on-write**: after the fork, parent and child share every page. The
+parent's first write to a page faults: the kernel copies the page (4 KB, or
+2 MB with huge pages) — ``cow-fault`` plus the page size over
+``cow-copy-bandwidth`` of main-thread time (``cpu_cow``) — and the copy adds
+to the host's memory (``current_cow_size``), not to ``used_memory``. A
+write to a key touches two pages: its dict entry's (the value pointer
+changes) and the page its new value is allocated in (jemalloc hands out the
+region freed most recently, which is anywhere). Which page a key's entry
+or value lies in is a fixed hash of its row over the pages that existed at
+the fork, as jemalloc scatters a long-running server's allocations.
+Deletes (DEL, evictions, expiries) touch the entry's page. While a child
+exists, lookups do not update the LRU/LFU field (``lookupKey``) — so reads
+copy nothing — dicts do not grow unless 5× overfull, and ``serverCron``
+does not shrink them (``updateDictResizePolicy``).
+
+Deviations: pages of client buffers, the AOF buffer and allocator metadata
+are not counted (a few per iteration); keys added after the fork are
+placed on pre-fork pages; a child never fails.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from redsim.model import aof, disk, latency
+from redsim.model.cow import cow_bytes
+from redsim.model.jit import step
+from redsim.model.memory import used_memory
+from redsim.model.state import (
+    AOF_BASE,
+    AOF_ON,
+    AOF_RW_MIN,
+    AOF_RW_PERC,
+    AOF_RW_SCHEDULED,
+    AOF_SIZE,
+    AOF_SIZE_AT_FORK,
+    CHILD,
+    CHILD_AOF,
+    CHILD_CHUNK_B,
+    CHILD_CHUNKS,
+    CHILD_DT,
+    CHILD_END,
+    CHILD_FILE_B,
+    CHILD_KEY_RATE,
+    CHILD_LAST_B,
+    CHILD_NEXT,
+    CHILD_NONE,
+    CHILD_RDB,
+    COW_PAGES,
+    DIRTY,
+    DIRTY_AT_FORK,
+    FORK_FIXED,
+    FORK_PER_BYTE,
+    FORK_REQ,
+    KEY_LEN,
+    KS_KEYS,
+    LATEST_FORK,
+    MAX_FORK_REC,
+    N_FORK_FIELDS,
+    N_FORK_REC,
+    N_PAGES,
+    N_SAVE,
+    PAGE_SHIFT,
+    PG_WORDS,
+    REDIS_62,
+    STAT_AOF_REWRITES,
+    STAT_FORK_REFUSED,
+    STAT_FORKS,
+    STAT_RDB_SAVES,
+    T_FORK,
+    T_LAST_BGSAVE_TRY,
+    T_LASTSAVE,
+    W_CPU_FORK,
+    WI_FORKS,
+    T,
+)
+from redsim.observe.bins import add_interval, count
+
+HUGE_PAGE_SHIFT = 21  # 2 MB transparent huge pages
+SMALL_PAGE_SHIFT = 12  # 4 KB pages
+PTES_PER_PMD = 512  # 4 KB page-table entries one 2 MB entry replaces
+CONFIG_BGSAVE_RETRY_DELAY = 5.0  # s (server.h)
+AUTOSYNC_62 = 32 * 1024 * 1024  # REDIS_AUTOSYNC_BYTES: the child's fsync cadence, 6.2
+AUTOSYNC_7 = 4 * 1024 * 1024  # ... 7.x
+RDB_KEY_OVERHEAD = 3  # type byte and two length prefixes per string key (rdbSaveKeyValuePair)
+RDB_EXPIRE_BYTES = 9  # RDB_OPCODE_EXPIRETIME_MS + 8-byte ms
+RDB_INT_BYTES = 5  # an integer value's encoding, at most
+
+
+@dataclass(frozen=True)
+class ForkPreset:
+    """A host's ``fork()`` cost: ms per GB of RSS mapped with 4 KB pages."""
+
+    ms_per_gb: float
+    source: str
+
+
+FORK_PRESETS: dict[str, ForkPreset] = {
+    "bare-metal": ForkPreset(14.0, "antirez's bare-metal measurement (gist 372356): 1 GB 16 ms, "
+                                   "5 GB 72 ms, 10 GB 128 ms (11-16 ms/GB)"),
+    "xeon": ForkPreset(9.0, "redis latency docs: Linux physical machine, Xeon @ 2.27 GHz, "
+                            "6.9 GB in 62 ms"),
+    "vmware": ForkPreset(12.8, "redis latency docs: Linux beefy VM on VMware, 6.0 GB in 77 ms"),
+    "kvm": ForkPreset(23.3, "redis latency docs: Linux VM on 6sync (KVM), 360 MB in 8.2 ms"),
+    "ec2-hvm": ForkPreset(10.0, "redis latency docs: EC2 new instance types (Xen HVM), "
+                                "1 GB in 10 ms"),
+    "ec2-xen": ForkPreset(239.3, "redis latency docs: EC2 old instance types (Xen PV), "
+                                 "6.1 GB in 1460 ms"),
+    "linode-xen": ForkPreset(424.0, "redis latency docs: Linode (Xen), 0.9 GB in 382 ms"),
+    "cloud-vm": ForkPreset(22.0, "reference §5.4: Redis 7.0.15 on a 2-vCPU AMD EPYC cloud VM, "
+                                 "1.06 GB RSS forked in 20.3-25.6 ms"),
+}
+"""fork() cost presets by name (``host.fork``)."""
+
+
+# ---- fork and the child ---------------------------------------------------------------
+
+
+@step
+def rdb_bytes(w):
+    """Bytes the child writes: Σ over keys of key, value and RDB framing."""
+    total = 0
+    klen = w.I[KEY_LEN]
+    for i in range(w.I[KS_KEYS]):
+        k = w.ks_dense[i]
+        v = w.ks_vlen[k]
+        total += RDB_KEY_OVERHEAD + klen + (v if v >= 0 else RDB_INT_BYTES)
+        if w.ks_xpos[k] >= 0:
+            total += RDB_EXPIRE_BYTES
+    return total + 18  # header and checksum
+
+
+@step
+def redis_fork(w, child_type):
+    """``redisFork``: start a BGSAVE (``CHILD_RDB``) or AOF rewrite
+    (``CHILD_AOF``) child. Returns False if a child already runs."""
+    F = w.F
+    I = w.I
+    if I[CHILD] != CHILD_NONE:
+        I[STAT_FORK_REFUSED] += 1
+        return False
+    if child_type == CHILD_AOF:
+        aof.flush_append_only_file(w, True)  # 7.x: the INCR file starts from here
+    rss = used_memory(w)
+    mapped = rss / PTES_PER_PMD if I[PAGE_SHIFT] == HUGE_PAGE_SHIFT else rss
+    spent = F[FORK_FIXED] + mapped * F[FORK_PER_BYTE]
+    t0 = F[T]
+    F[T] = t0 + spent
+    add_interval(w, W_CPU_FORK, t0, F[T])
+    F[LATEST_FORK] = spent
+    latency.add_sample(w, latency.LM_FORK, spent)
+    I[STAT_FORKS] += 1
+    count(w, WI_FORKS, t0, 1)
+    pages = (rss + (1 << I[PAGE_SHIFT]) - 1) >> I[PAGE_SHIFT]
+    I[N_PAGES] = max(1, min(pages, 32 * I[PG_WORDS]))
+    for i in range((I[N_PAGES] + 31) >> 5):
+        w.pg_cow[i] = 0
+    I[COW_PAGES] = 0
+    I[CHILD] = child_type
+    F[T_FORK] = F[T]
+    I[DIRTY_AT_FORK] = I[DIRTY]
+    I[AOF_SIZE_AT_FORK] = I[AOF_SIZE]
+    if child_type == CHILD_RDB:
+        F[T_LAST_BGSAVE_TRY] = t0
+    # The child's file, in chunks of the incremental-fsync size, spread over
+    # its serialisation time.
+    nbytes = rdb_bytes(w)
+    chunk = AUTOSYNC_62 if I[REDIS_62] else AUTOSYNC_7
+    n = max(1, (nbytes + chunk - 1) // chunk)
+    I[CHILD_CHUNK_B] = chunk
+    I[CHILD_LAST_B] = nbytes - (n - 1) * chunk
+    I[CHILD_CHUNKS] = n
+    F[CHILD_DT] = I[KS_KEYS] / F[CHILD_KEY_RATE] / n
+    F[CHILD_NEXT] = F[T] + F[CHILD_DT]
+    F[CHILD_END] = math.inf
+    r = I[N_FORK_REC]
+    if r < MAX_FORK_REC:
+        row = r * N_FORK_FIELDS
+        w.rc_forks[row + 0] = t0
+        w.rc_forks[row + 1] = spent
+        w.rc_forks[row + 2] = child_type
+        w.rc_forks[row + 3] = rss
+        w.rc_forks[row + 4] = I[N_PAGES]
+        w.rc_forks[row + 5] = 0.0
+        w.rc_forks[row + 6] = math.inf
+        I[N_FORK_REC] = r + 1
+    I[CHILD_FILE_B] = nbytes
+    return True
+
+
+@step
+def child_done(w):
+    """``checkChildrenDone`` + the done handlers, once the child has exited."""
+    F = w.F
+    I = w.I
+    if I[CHILD] == CHILD_RDB:  # backgroundSaveDoneHandler
+        F[T_LASTSAVE] = F[T]
+        I[DIRTY] -= I[DIRTY_AT_FORK]
+        I[STAT_RDB_SAVES] += 1
+    else:  # backgroundRewriteDoneHandler
+        I[AOF_SIZE] = I[CHILD_FILE_B] + I[AOF_SIZE] - I[AOF_SIZE_AT_FORK]
+        I[AOF_BASE] = I[AOF_SIZE]
+        I[STAT_AOF_REWRITES] += 1
+        latency.add_sample(w, latency.LM_AOF_RENAME, 0.0)
+    r = I[N_FORK_REC] - 1
+    if 0 <= r < MAX_FORK_REC:
+        w.rc_forks[r * N_FORK_FIELDS + 5] = cow_bytes(w)
+        w.rc_forks[r * N_FORK_FIELDS + 6] = F[CHILD_END]
+    I[CHILD] = CHILD_NONE
+    I[COW_PAGES] = 0  # the child's pages go with it
+
+
+@step
+def persistence_cron(w):
+    """serverCron's persistence work, in Redis's order: a finished child, a
+    scheduled rewrite, save points, the automatic AOF rewrite."""
+    F = w.F
+    I = w.I
+    if I[CHILD] != CHILD_NONE:
+        disk.queue_child_chunks(w, F[T])
+        if I[CHILD_CHUNKS] == 0 and F[CHILD_END] <= F[T]:
+            child_done(w)
+    if I[CHILD] == CHILD_NONE and I[AOF_RW_SCHEDULED]:
+        I[AOF_RW_SCHEDULED] = 0
+        redis_fork(w, CHILD_AOF)
+    if I[CHILD] == CHILD_NONE:
+        for j in range(I[N_SAVE]):
+            # (A BGSAVE never fails here, so the 5 s retry delay never applies.)
+            if I[DIRTY] >= w.tb_save_changes[j] and F[T] - F[T_LASTSAVE] > w.tb_save_secs[j]:
+                redis_fork(w, CHILD_RDB)
+                break
+    if (I[CHILD] == CHILD_NONE and I[AOF_ON] and I[AOF_RW_PERC] > 0
+            and I[AOF_SIZE] > I[AOF_RW_MIN]):
+        base = I[AOF_BASE] if I[AOF_BASE] > 0 else 1
+        growth = I[AOF_SIZE] * 100 // base - 100
+        if growth >= I[AOF_RW_PERC]:
+            redis_fork(w, CHILD_AOF)
+
+
+@step
+def fork_command(w):
+    """A scenario event's BGSAVE or BGREWRITEAOF, run as the command would be:
+    BGSAVE is refused while a child runs; BGREWRITEAOF is scheduled behind
+    a BGSAVE child (and refused behind a rewrite)."""
+    I = w.I
+    req = I[FORK_REQ]
+    I[FORK_REQ] = 0
+    if req == CHILD_AOF and I[CHILD] == CHILD_RDB:
+        I[AOF_RW_SCHEDULED] = 1
+        return
+    redis_fork(w, req)

@@ -1,0 +1,50 @@
+"""The latency monitor (``src/latency.c``): per-event samples above a threshold.
+
+``latencyAddSampleIfNeeded(event, ms)`` records a sample only when
+``latency-monitor-threshold`` is set (ms > 0) and the sample is at least the
+threshold. Each event keeps the last ``LATENCY_TS_LEN`` = 160 samples, one per
+second: a second sample in the same second keeps the larger (``LATENCY
+HISTORY`` shows exactly this), plus the all-time maximum (``LATENCY LATEST``'s
+max). Durations are whole milliseconds, as Redis's ``mstime`` differences.
+"""
+
+from __future__ import annotations
+
+from redsim.model.jit import leaf
+from redsim.model.state import LM_THRESHOLD, T
+
+LATENCY_TS_LEN = 160
+EVENTS = ("fork", "aof-write", "aof-write-pending-fsync", "aof-write-active-child",
+          "aof-write-alone", "aof-fsync-always", "aof-rename", "eviction-cycle", "expire-cycle")
+"""Events the model can record, in the order of their rows."""
+(LM_FORK, LM_AOF_WRITE, LM_AOF_WRITE_PENDING_FSYNC, LM_AOF_WRITE_ACTIVE_CHILD,
+ LM_AOF_WRITE_ALONE, LM_AOF_FSYNC_ALWAYS, LM_AOF_RENAME, LM_EVICTION_CYCLE,
+ LM_EXPIRE_CYCLE) = range(len(EVENTS))
+N_EVENTS = len(EVENTS)
+
+
+@leaf
+def add_sample(w, event, seconds):
+    """``latencyAddSampleIfNeeded``: record ``seconds`` of ``event`` now."""
+    threshold = w.I[LM_THRESHOLD]
+    if threshold <= 0:
+        return
+    ms = int(seconds * 1000.0)
+    if ms < threshold:
+        return
+    now = float(int(w.F[T]))  # time(NULL): whole seconds
+    n = w.rc_lm_n[event]
+    if n > 0:
+        last = event * LATENCY_TS_LEN + (n - 1) % LATENCY_TS_LEN
+        if w.rc_lm_t[last] == now:
+            if ms > w.rc_lm_ms[last]:
+                w.rc_lm_ms[last] = ms
+            if ms > w.rc_lm_max[event]:
+                w.rc_lm_max[event] = ms
+            return
+    i = event * LATENCY_TS_LEN + n % LATENCY_TS_LEN
+    w.rc_lm_t[i] = now
+    w.rc_lm_ms[i] = ms
+    w.rc_lm_n[event] = n + 1
+    if ms > w.rc_lm_max[event]:
+        w.rc_lm_max[event] = ms
