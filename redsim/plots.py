@@ -24,7 +24,8 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-__all__ = ["CPU_ORDER", "plot_cycles", "plot_latency_histogram", "plot_overview"]
+__all__ = ["CPU_ORDER", "plot_cycles", "plot_endpoint_times", "plot_fork_spike",
+           "plot_latency_histogram", "plot_overview"]
 
 CPU_ORDER: tuple[str, ...] = (
     "cpu_commands",
@@ -35,6 +36,10 @@ CPU_ORDER: tuple[str, ...] = (
     "cpu_connections",
     "cpu_eviction",
     "cpu_expire",
+    "cpu_aof",
+    "cpu_fsync",
+    "cpu_fork",
+    "cpu_cow",
     "cpu_idle",
 )
 """Stacking order of the main-thread CPU-share columns; other ``cpu_*`` columns follow."""
@@ -339,4 +344,80 @@ def plot_latency_histogram(
     ax.grid(True, which="both", alpha=0.3)
     if title:
         ax.set_title(title)
+    _save(fig, path)
+
+
+def plot_endpoint_times(times: dict[str, Sequence[float]], path: str | os.PathLike[str],
+                        published: dict[str, float] | None = None, title: str = "") -> None:
+    """Bars of an endpoint's time per configuration (seed S2's figure).
+
+    Args:
+        times: label → the durations (s) of the endpoint calls the run made; the
+            bar is their mean, the whisker their range.
+        path: output PNG file.
+        published: label → the published time (s), drawn as a marker.
+        title: figure title.
+    """
+    fig = Figure(figsize=(7.5, 4.2), layout="constrained")
+    ax = fig.subplots()
+    labels = list(times)
+    means = [float(np.mean(times[k])) for k in labels]
+    lo = [m - float(np.min(times[k])) for k, m in zip(labels, means, strict=True)]
+    hi = [float(np.max(times[k])) - m for k, m in zip(labels, means, strict=True)]
+    x = np.arange(len(labels))
+    ax.bar(x, means, yerr=[lo, hi], color="tab:blue", alpha=0.75, label="model (mean, range)")
+    for xi, m in zip(x, means, strict=True):
+        ax.annotate(f"{m:.2f} s", (xi, m), textcoords="offset points", xytext=(0, 4),
+                    ha="center", fontsize="small")
+    if published:
+        px = [i for i, k in enumerate(labels) if k in published]
+        ax.scatter(px, [published[labels[i]] for i in px], marker="D", color="tab:red",
+                   zorder=3, label="published (seed)")
+    ax.set_xticks(x, labels)
+    ax.set_yscale("log")
+    ax.set_ylabel("time per endpoint call (s)")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(loc="upper right", fontsize="small")
+    if title:
+        ax.set_title(title)
+    _save(fig, path)
+
+
+def plot_fork_spike(runs: dict[str, pd.DataFrame], path: str | os.PathLike[str],
+                    t_fork: float, window: tuple[float, float] = (-1.0, 2.0),
+                    title: str = "") -> None:
+    """Latency and the main thread's copy-on-write share around a fork (seed S1).
+
+    Args:
+        runs: label → time series of a run (sampled finely, e.g. 100 ms).
+        path: output PNG file.
+        t_fork: when the BGSAVE was issued, s; the x axis is time since it.
+        window: the span shown, s relative to ``t_fork``.
+        title: figure title.
+    """
+    fig = Figure(figsize=(_FIG_WIDTH_IN, 2 * _PANEL_HEIGHT_IN + 0.8), layout="constrained")
+    ax_lat, ax_cpu = fig.subplots(2, 1, sharex=True)
+    for (label, ts), color in zip(runs.items(), ("tab:red", "tab:blue", "tab:green"),
+                                  strict=False):
+        x = _time_axis(ts) - t_fork
+        keep = (x >= window[0]) & (x <= window[1])
+        ax_lat.step(x[keep], _col(ts, "latency_max")[keep] * 1e3, where="pre", color=color,
+                    label=f"{label}: max")
+        ax_lat.step(x[keep], _col(ts, "latency_p50")[keep] * 1e3, where="pre", color=color,
+                    alpha=0.5, linestyle="--", label=f"{label}: p50")
+        ax_cpu.step(x[keep], _col(ts, "cpu_cow")[keep], where="pre", color=color,
+                    label=f"{label}: copy-on-write")
+        ax_cpu.step(x[keep], _col(ts, "cpu_fork")[keep], where="pre", color=color,
+                    alpha=0.5, linestyle=":", label=f"{label}: fork()")
+    ax_lat.set_yscale("log")
+    ax_lat.set_ylabel("request latency (ms)")
+    ax_cpu.set_ylabel("main-thread share")
+    ax_cpu.set_xlabel("time since BGSAVE (s)")
+    for ax, letter in ((ax_lat, "a"), (ax_cpu, "b")):
+        ax.axvline(0.0, color="grey", linewidth=0.8)
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="upper right", fontsize="small")
+        ax.set_title(f"({letter})", loc="left", fontsize="small")
+    if title:
+        fig.suptitle(title)
     _save(fig, path)

@@ -1,0 +1,60 @@
+"""Scenario fields of the persistence model: units, presets, errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from redsim import load_scenario
+from redsim.config.errors import ScenarioError
+from redsim.config.units import parse_bandwidth
+from redsim.model import state as S
+from redsim.model.build import build_world
+
+
+def _error(data: dict) -> str:
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(data)
+    return str(info.value)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("200mb/s", 200 * 2**20), ("1gb/s", 2**30), ("4.5gb/s", 4.5 * 2**30),
+    ("1m/s", 1e6), (125e6, 125e6)])
+def test_bandwidth_units_follow_redis_sizes(text, expected) -> None:
+    assert parse_bandwidth(text) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("data", "field", "expected"), [
+    ({"disk": {"preset": "floppy"}}, "disk.preset", "'nvme'"),
+    ({"disk": {"write-bandwidth": "fast"}}, "disk.write-bandwidth", "a bandwidth"),
+    ({"host": {"transparent-huge-pages": "sometimes"}}, "host.transparent-huge-pages",
+     "'madvise'"),
+    ({"host": {"fork": "mainframe"}}, "host.fork", "'bare-metal'"),
+    ({"events": [{"at": "90s", "do": "bgsave"}]}, "events[0].at", "an event time in [0"),
+    ({"events": [{"at": "1s", "do": "save"}]}, "events[0].do", "'bgsave'"),
+])
+def test_errors_name_the_field(data, field, expected) -> None:
+    msg = _error({"duration": 60, **data})
+    assert field in msg and expected in msg
+
+
+def test_presets_and_overrides_reach_the_kernel() -> None:
+    sc = load_scenario({"duration": 1, "server": {"appendonly": True, "appendfsync": "always"},
+                        "disk": {"preset": "hdd", "write-bandwidth": "100mb/s"},
+                        "host": {"fork": "ec2-xen"}})
+    w, _, _ = build_world(sc, 1)
+    assert w.I[S.AOF_POLICY] == S.FSYNC_ALWAYS
+    assert w.F[S.DISK_MEAN] == pytest.approx(8e-3)  # the hdd preset's fdatasync
+    assert w.F[S.DISK_BW] == pytest.approx(100 * 2**20)
+    assert w.F[S.FORK_PER_BYTE] * 2**30 == pytest.approx(0.2393)  # 239.3 ms/GB
+    assert w.I[S.PAGE_SHIFT] == 12  # THP madvise: 4 KB pages
+
+
+def test_redis_conf_directives_are_modelled() -> None:
+    sc = load_scenario({"server": {"no-appendfsync-on-rewrite": "yes",
+                                   "auto-aof-rewrite-percentage": 50,
+                                   "auto-aof-rewrite-min-size": "1gb", "disable-thp": "no"}})
+    s = sc.server
+    assert s.no_appendfsync_on_rewrite and not s.disable_thp
+    assert (s.auto_aof_rewrite_percentage, s.auto_aof_rewrite_min_size) == (50, 2**30)
+    assert s.unmodelled == {}
