@@ -112,3 +112,23 @@ def test_no_appendfsync_on_rewrite_skips_fsync_while_a_child_runs() -> None:
     assert (during["aof_rewrite_in_progress"] == 1).all()
     assert (during["fsyncs_per_sec"] == 0).all()
     assert (ts.loc[:1.0, "fsyncs_per_sec"] > 100).all()
+
+
+def test_always_fsync_queues_behind_the_fork_childs_writes() -> None:
+    # A BGSAVE child writes a ~200 MB RDB in 4 MB chunks (each a write at
+    # 50 MB/s plus an fsync: ~81 ms), issued every ~7 ms while it serialises
+    # 200 000 keys at 600K keys/s. The disk queue fills with ~4 s of its
+    # chunks, and the main thread's fdatasync waits behind them (reference §7,
+    # #1154: one BGSAVE saturating the disk stalls the AOF).
+    sc = _scenario("always", duration=8.0, fsync=1e-3)
+    sc["disk"]["write-bandwidth"] = "50mb/s"
+    sc["clients"][0]["keyspace"]["keys"] = 200_000
+    sc["clients"][0]["value-size"] = 1000
+    sc["events"] = [{"at": 2.0, "do": "bgsave"}]
+    r = redsim.simulate(sc)
+    ts = r.timeseries
+    assert ts.loc[:2.0, "latency_max"].max() < 5e-3
+    assert ts.loc[2.5:, "latency_max"].max() > 2.0
+    child = r.forks.iloc[0]
+    chunks = -(-child["rss"] // (4 * 2**20))  # at most this many chunks of 4 MB
+    assert child["end"] - child["time"] <= chunks * (4 * 2**20 / (50 * 2**20) + 1e-3) + 0.5
