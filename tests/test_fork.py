@@ -43,6 +43,31 @@ def test_fork_time_follows_rss_and_page_size() -> None:
     assert optout.forks.iloc[0]["pages"] == small.forks.iloc[0]["pages"]
 
 
+def test_thp_copy_on_write_follows_the_kernel() -> None:
+    # A heap on 2 MB pages forks with 512x smaller page tables either way; what a
+    # write fault copies depends on the kernel: since Linux 5.8 (commit
+    # 3917c80280c9) the huge mapping is split and 4 KB copied, before it the
+    # whole 2 MB page. Each copy costs cow-fault + page / cow-copy-bandwidth.
+    host = {"fork": "ec2-xen", "fork-fixed": "1ms", "transparent-huge-pages": "always",
+            "cow-fault": "1us", "cow-copy-bandwidth": 4.5e9}
+    runs = {cow: redsim.simulate(_scenario(host={**host, "thp-cow": cow},
+                                           **{"disable-thp": False}))
+            for cow in ("split", "copy-huge")}
+    small = redsim.simulate(_scenario(host={k: v for k, v in host.items()
+                                            if k != "transparent-huge-pages"}))
+    split, whole = runs["split"].forks.iloc[0], runs["copy-huge"].forks.iloc[0]
+    assert split["fork_s"] == whole["fork_s"] == pytest.approx(
+        1e-3 + split["rss"] / 512 / GB * 0.2393, rel=1e-9)
+    assert split["pages"] == small.forks.iloc[0]["pages"] == math.ceil(split["rss"] / 4096)
+    assert whole["pages"] == math.ceil(whole["rss"] / 2**21)
+    for r, page in ((runs["split"], 4096), (runs["copy-huge"], 2**21)):
+        ts = r.timeseries
+        copied = ts["current_cow_size"].iloc[-1]
+        assert copied > 0 and copied % page == 0
+        spent = ts["cpu_cow"].sum() * 0.1  # CPU share per 0.1 s window -> seconds
+        assert spent == pytest.approx(copied / page * (1e-6 + page / 4.5e9), rel=1e-6)
+
+
 def test_copied_pages_follow_the_coupon_collector_law() -> None:
     # Each distinct key written after the fork touches two pages, each a uniform
     # pick among the P pages that existed: after 2D touches the expected number

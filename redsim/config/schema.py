@@ -116,6 +116,7 @@ EvictionPolicy = Literal[
 ]
 AppendFsync = Literal["always", "everysec", "no"]
 Thp = Literal["always", "madvise", "never"]
+ThpCow = Literal["split", "copy-huge"]
 EventAction = Literal["bgsave", "bgrewriteaof"]
 RedisVersion = Literal["6.2", "7.0", "7.2"]
 ServiceDistribution = Literal["fixed", "exponential"]
@@ -484,7 +485,8 @@ class Disk(_Model):
     """The disk under the AOF and RDB files (``model/disk.py``): a FIFO device."""
 
     preset: Annotated[str, _v(_choice(tuple(DISK_PRESETS)))] = "ssd"
-    """A device from ``redsim.model.disk.PRESETS``: nvme, ssd, cloud-disk, hdd."""
+    """A device from ``redsim.model.disk.PRESETS``: nvme, nvme-consumer, ssd, cloud-disk,
+    hdd (each with its sources)."""
     fsync: DurationDist | None = None
     """fdatasync latency of a small append, s; None = the preset's (lognormal)."""
     write_bandwidth: Annotated[float | None, _v(_optional(parse_bandwidth))] = None
@@ -497,6 +499,10 @@ class Host(_Model):
     transparent_huge_pages: Annotated[Thp, _literal(Thp)] = "madvise"
     """/sys/kernel/mm/transparent_hugepage/enabled. Redis's heap uses 2 MB pages only
     with ``always`` and ``disable-thp no``."""
+    thp_cow: Annotated[ThpCow, _literal(ThpCow)] = "split"
+    """What a copy-on-write fault on a shared 2 MB page copies: ``split`` (Linux >= 5.8,
+    commit 3917c80280c9: the huge mapping is split and 4 KB copied) or ``copy-huge``
+    (older kernels: the whole 2 MB page, the seed S1 stall)."""
     fork: Annotated[str, _v(_choice(tuple(FORK_PRESETS)))] = "bare-metal"
     """fork() cost preset (``redsim.model.fork.FORK_PRESETS``, from the Redis latency docs)."""
     fork_per_gb: Annotated[float | None, _v(_optional(parse_duration))] = None

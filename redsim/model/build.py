@@ -89,16 +89,23 @@ def forks_possible(scenario) -> bool:
                 or scenario.events)
 
 
+def heap_huge(scenario) -> bool:
+    """Whether Redis's heap is mapped with 2 MB transparent huge pages: THP
+    ``always`` on the host and ``disable-thp no`` (Redis otherwise calls
+    ``prctl(PR_SET_THP_DISABLE)``; with ``madvise`` its allocator asks for none)."""
+    return (scenario.host.transparent_huge_pages == "always"
+            and not scenario.server.disable_thp)
+
+
 def _pages(scenario, n_keys: int) -> tuple[int, int]:
-    """Page size (log2) of Redis's heap and the copy-on-write bitmap's words.
+    """Page size (log2) a copy-on-write fault copies and the bitmap's words.
 
     The bitmap covers the largest memory a fork could see: maxmemory (or,
     without one, 4 KB per key row and at least 1 GB), twice over for what
     maxmemory does not count, in pages of 32 bits a word.
     """
-    huge = (scenario.host.transparent_huge_pages == "always"
-            and not scenario.server.disable_thp)
-    shift = fork.HUGE_PAGE_SHIFT if huge else fork.SMALL_PAGE_SHIFT
+    shift = (fork.HUGE_PAGE_SHIFT if heap_huge(scenario) and scenario.host.thp_cow == "copy-huge"
+             else fork.SMALL_PAGE_SHIFT)
     if not forks_possible(scenario):
         return shift, 1
     span = scenario.server.maxmemory or max(n_keys * 4096, 1 << 30)
@@ -145,6 +152,7 @@ def _persistence(scenario, seed: int, F: np.ndarray, I: np.ndarray) -> None:
     I[S.DISK_RNG1], I[S.DISK_RNG2] = disk.disk_seeds(seed)
     per_gb = host.fork_per_gb if host.fork_per_gb is not None else (
         fork.FORK_PRESETS[host.fork].ms_per_gb * 1e-3)
+    I[S.HEAP_HUGE] = 1 if heap_huge(scenario) else 0
     F[S.FORK_FIXED] = host.fork_fixed
     F[S.FORK_PER_BYTE] = per_gb / 2**30
     F[S.COW_FAULT] = host.cow_fault

@@ -3,7 +3,8 @@ what the copies cost (reference §5.4; the mechanism is described in
 ``model/fork.py``).
 
 The bitmap ``pg_cow`` has one bit per page that existed at the fork (4 KB,
-or 2 MB with transparent huge pages): set once the parent copied it.
+or 2 MB with transparent huge pages on a kernel that copies them whole,
+``host.thp-cow: copy-huge``): set once the parent copied it.
 """
 
 from __future__ import annotations

@@ -24,7 +24,10 @@ done handler (``lastsave``, ``dirty``; or the new AOF base size).
 
 **Copy-on-write**: after the fork, parent and child share every page. The
 parent's first write to a page faults: the kernel copies the page (4 KB, or
-2 MB with huge pages) — ``cow-fault`` plus the page size over
+2 MB with huge pages on kernels before 5.8 — ``host.thp-cow: copy-huge``;
+since Linux 5.8, commit 3917c80280c9 "thp: change CoW semantics for
+anon-THP", a write to a shared huge page splits its mapping and copies only
+the 4 KB written — ``thp-cow: split``, the default) — ``cow-fault`` plus the page size over
 ``cow-copy-bandwidth`` of main-thread time (``cpu_cow``) — and the copy adds
 to the host's memory (``current_cow_size``), not to ``used_memory``. A
 write to a key touches two pages: its dict entry's (the value pointer
@@ -39,7 +42,10 @@ does not shrink them (``updateDictResizePolicy``).
 
 Deviations: pages of client buffers, the AOF buffer and allocator metadata
 are not counted (a few per iteration); keys added after the fork are
-placed on pre-fork pages; a child never fails.
+placed on pre-fork pages; a child never fails; with ``thp-cow: split`` the
+split of the huge mapping costs no more than an ordinary fault, and the
+heap stays mapped with 2 MB entries for the next fork's page-table copy
+(khugepaged would collapse the split ranges back only slowly).
 """
 
 from __future__ import annotations
@@ -77,6 +83,7 @@ from redsim.model.state import (
     FORK_FIXED,
     FORK_PER_BYTE,
     FORK_REQ,
+    HEAP_HUGE,
     KEY_LEN,
     KS_KEYS,
     LATEST_FORK,
@@ -167,7 +174,7 @@ def redis_fork(w, child_type):
     if child_type == CHILD_AOF:
         aof.flush_append_only_file(w, True)  # 7.x: the INCR file starts from here
     rss = used_memory(w)
-    mapped = rss / PTES_PER_PMD if I[PAGE_SHIFT] == HUGE_PAGE_SHIFT else rss
+    mapped = rss / PTES_PER_PMD if I[HEAP_HUGE] else rss
     spent = F[FORK_FIXED] + mapped * F[FORK_PER_BYTE]
     t0 = F[T]
     F[T] = t0 + spent

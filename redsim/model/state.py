@@ -77,7 +77,7 @@ import numpy as np
  CHILD,  # the fork child: CHILD_NONE, CHILD_RDB or CHILD_AOF
  FORK_REQ,  # a scenario event asked for BGSAVE / BGREWRITEAOF (CHILD_RDB / CHILD_AOF)
  N_SAVE,  # save points in tb_save_secs / tb_save_changes
- PAGE_SHIFT,  # log2 of the page size: 12 (4 KB) or 21 (2 MB transparent huge pages)
+ PAGE_SHIFT,  # log2 of the page a copy-on-write fault copies: 12 (4 KB) or 21 (2 MB)
  N_PAGES, PG_WORDS, COW_PAGES,  # pages at the fork, bitmap capacity (words), pages copied
  CHILD_CHUNKS, CHILD_CHUNK_B, CHILD_LAST_B,  # chunks still to queue, their size, the last's
  STAT_FORKS, STAT_RDB_SAVES, STAT_AOF_REWRITES, STAT_FORK_REFUSED,
@@ -87,7 +87,8 @@ import numpy as np
  N_FORK_REC, N_PASS,  # records kept in rc_forks / rc_passes
  AOF_SIZE_AT_FORK,  # aof_current_size when the rewrite child forked
  CHILD_FILE_B,  # bytes of the file the child writes (RDB, or the AOF's new base)
- N_I) = range(115)
+ HEAP_HUGE,  # 1: the heap is mapped with 2 MB pages (fork copies 512x fewer entries)
+ N_I) = range(116)
 
 # Event-loop phases: where the kernel resumes.
 PH_BEFORE_SLEEP = 0
