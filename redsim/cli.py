@@ -1,4 +1,5 @@
-"""The ``redsim`` command: ``run`` a scenario, ``validate`` a scenario file.
+"""The ``redsim`` command: ``run`` a scenario, ``validate`` a scenario file,
+``sweep`` a grid of scenarios, find a burst ``frontier``.
 
 Every mistake in a scenario file is reported as one line naming the file, the
 field and what was expected, with exit status 2 and no traceback.
@@ -117,6 +118,105 @@ def cmd_validate(args) -> int:
     return 0
 
 
+def _sweep_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("sweep", help="sweep YAML file")
+    p.add_argument("--out", help="sweep folder (default sweeps/NAME)")
+    p.add_argument("--jobs", "-j", type=int,
+                   help="local worker processes (default: one per core; 1 = in-process)")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the runs already in --out and run only the missing ones")
+    p.add_argument("--executor", choices=("local", "dask"), default="local")
+    p.add_argument("--scheduler", help="Dask scheduler address (tcp://host:8786)")
+    p.add_argument("--replications", type=int, help="override the file's replications")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a field of every point, e.g. duration=5m")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _sweep_setup(args):
+    from redsim.config.sweep import load_sweep
+
+    if args.executor == "dask" and not args.scheduler:
+        raise _UsageError("--executor dask needs --scheduler ADDRESS")
+    if args.jobs is not None and args.jobs < 1:
+        raise _UsageError(f"--jobs must be >= 1, not {args.jobs}")
+    if args.replications is not None and args.replications < 1:
+        raise _UsageError(f"--replications must be >= 1, not {args.replications}")
+    spec = load_sweep(args.sweep)
+    out = Path(args.out) if args.out else Path("sweeps") / spec.name
+    opts = dict(jobs=args.jobs, executor=args.executor, scheduler=args.scheduler,
+                resume=args.resume, progress=not args.no_progress,
+                overrides=tuple(args.set or ()), replications=args.replications)
+    return spec, out, opts
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _interrupted(out: Path) -> int:
+    from redsim.sweep.store import RunStore
+
+    print(f"\nredsim: interrupted; {RunStore(out).count()} runs are on disk in {out}; "
+          "the same command with --resume runs the rest", file=sys.stderr)
+    return 130
+
+
+def cmd_sweep(args) -> int:
+    from redsim.sweep.grid import expand
+    from redsim.sweep.runner import run_sweep
+
+    spec, out, opts = _sweep_setup(args)
+    if args.dry_run:
+        points = expand(spec, opts["overrides"])
+        reps = opts["replications"] or spec.replications
+        print(f"{spec.name}: {len(points)} points x {reps} replications = "
+              f"{len(points) * reps} runs")
+        for p in points:
+            print(f"  {p.index:>4}  " + "  ".join(f"{k}={v}" for k, v in p.labels.items()))
+        return 0
+    t0 = time.perf_counter()
+    try:
+        res = run_sweep(spec, out, **opts)
+    except KeyboardInterrupt:
+        return _interrupted(out)
+    wall = time.perf_counter() - t0
+    runs = res.runs
+    errors = int((runs["status"] == "error").sum()) if len(runs) else 0
+    print(f"{spec.name}: {len(res.points)} points x {len(res.seeds)} replications; "
+          f"ran {res.ran} in {wall:.1f} s ({res.ran / wall * 60 if wall else 0:.1f} runs/min), "
+          f"{len(runs) - res.ran} from disk; {errors} raised")
+    cols = [a.name for a in spec.axes] + [c for c in (
+        "burst_probability", "burst_probability_low", "burst_probability_high",
+        "latency_p99_s_mean") if c in res.aggregate.columns]
+    if len(res.aggregate):
+        print(res.aggregate[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    for line in res.lost:
+        print(f"  lost (worker died; --resume retries): {line}", file=sys.stderr)
+    print(f"  tables: {out}/runs.parquet, {out}/aggregate.parquet (and .csv)")
+    return 0 if not res.lost else 1
+
+
+def cmd_frontier(args) -> int:
+    from redsim.sweep.frontier import find_frontier
+
+    spec, out, opts = _sweep_setup(args)
+    if args.out is None:
+        out = Path("sweeps") / f"{spec.name}-frontier"
+    t0 = time.perf_counter()
+    try:
+        res = find_frontier(spec, out, **opts)
+    except KeyboardInterrupt:
+        return _interrupted(out)
+    f = spec.frontier
+    print(f"{spec.name}: where P({f.criterion}) crosses {f.threshold:g} along {f.y}, "
+          f"per {f.x} ({len(res.evaluations)} points evaluated, "
+          f"{time.perf_counter() - t0:.1f} s)")
+    print(res.table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(f"  {out}/frontier.csv, {out}/frontier.png")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="redsim", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -134,16 +234,28 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("scenario")
     v.add_argument("--set", action="append", metavar="KEY=VALUE")
     v.set_defaults(func=cmd_validate)
+    sw = sub.add_parser("sweep", help="run every point x replication of a sweep file")
+    _sweep_common(sw)
+    sw.add_argument("--dry-run", action="store_true", help="list the points and stop")
+    sw.set_defaults(func=cmd_sweep)
+    fr = sub.add_parser("frontier", help="bisect for where burst probability crosses a "
+                        "threshold (the sweep file's frontier: section)")
+    _sweep_common(fr)
+    fr.set_defaults(func=cmd_frontier)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     from redsim.config import ScenarioError
+    from redsim.sweep.runner import SweepError
 
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
     except ScenarioError as e:
+        print(f"redsim: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (_UsageError, SweepError) as e:
         print(f"redsim: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
 

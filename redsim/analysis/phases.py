@@ -118,8 +118,10 @@ def phases(result: Any) -> pd.DataFrame:
 
 def burst_summary(table: pd.DataFrame) -> dict[str, Any]:
     """``summary`` fields from a cycle table: whether a burst happened, how many,
-    the mean gap between burst starts (s) and the median phase lengths (s);
-    None where there is nothing to measure."""
+    the mean gap between burst starts (s), the median phase lengths (s), memory
+    given back (bytes), request rate at its lowest as a fraction of the normal
+    rate (``rate_dip_median``) and worst p99 in phase 2 (s); None where there is
+    nothing to measure."""
     bursts = table[table["burst"]] if len(table) else table
     starts = bursts["phase2_start"].to_numpy() if len(bursts) else np.array([])
 
@@ -130,9 +132,12 @@ def burst_summary(table: pd.DataFrame) -> dict[str, Any]:
         "burst_detected": bool(len(bursts) > 0),
         "bursts": int(len(bursts)),
         "cycle_period_s": float(np.diff(starts).mean()) if len(starts) > 1 else None,
+        "phase1_median_s": median("phase1_s"),
         "phase2_median_s": median("phase2_s"),
         "phase3_median_s": median("phase3_s"),
         "memory_drop_median_bytes": median("memory_drop_bytes"),
+        "rate_dip_median": median("rate_dip"),
+        "p99_phase2_median_s": median("p99_phase2_s"),
     }
 
 

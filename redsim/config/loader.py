@@ -77,7 +77,7 @@ class _Context:
             # the thing the error is about (`duration.x=1` makes duration a mapping).
             if norm[: len(prefix)] == prefix or prefix[: len(norm)] == norm:
                 return ScenarioError(
-                    file=self.file, location=f"{rendered} (set by --set {text})",
+                    file=self.file, location=f"{rendered} (set by {text})",
                     expected=expected, found=found, hint=hint,
                 )
         if len(norm) >= 2 and norm[0] == "server" and norm[1] in self.conf:
@@ -370,9 +370,16 @@ def _dotted(segments: list[str | int]) -> str:
 
 def _apply_override(data: dict[Any, Any], text: str) -> Path_:
     segments, value = _parse_override(text)
+    return _set_path(data, segments, value, f"--set {text}")
+
+
+def _set_path(data: dict[Any, Any], segments: list[str | int], value: Any,
+              label: str) -> Path_:
+    """Set the field at `segments` in the raw scenario to `value`, creating
+    mappings on the way; `label` says who asked, for errors."""
 
     def bad(expected: str, found: str) -> ScenarioError:
-        return ScenarioError(location=f"--set {text}", expected=expected, found=found)
+        return ScenarioError(location=label, expected=expected, found=found)
 
     node: Any = data
     for i, seg in enumerate(segments):
@@ -408,6 +415,12 @@ def _apply_override(data: dict[Any, Any], text: str) -> Path_:
             node[seg] = {}
             node = node[seg]
     return _norm_path(segments)
+
+
+def field_path(path: str) -> list[str | int]:
+    """The segments of a dotted field path (`clients[0].pool.max-size`)."""
+    segments, _ = _parse_override(f"{path}=0")
+    return segments
 
 
 # ---------------------------------------------------------------------------------
@@ -489,6 +502,7 @@ def load_scenario(
     source: str | os.PathLike[str] | Mapping[str, Any],
     *,
     overrides: Iterable[str] = (),
+    values: Iterable[tuple[str, Any, str]] = (),
     base_dir: str | os.PathLike[str] | None = None,
 ) -> Scenario:
     """Load and validate a scenario from a YAML file path or a dict.
@@ -497,6 +511,9 @@ def load_scenario(
         source: path of a scenario YAML file, or the scenario as a mapping.
         overrides: `key=value` strings (`server.hz=100`, `clients[0].rate=30k/s`);
             the value is read as a YAML scalar.
+        values: (dotted path, value, label) triples set after the overrides, for
+            programs (sweeps): the value is used as given and `label` (e.g.
+            "sweep axis ttl") names the setter in errors.
         base_dir: directory for relative `redis_conf`/`trace` paths (default: the
             scenario file's directory, or the working directory for a mapping).
 
@@ -520,11 +537,19 @@ def load_scenario(
 
     for text in [overrides] if isinstance(overrides, str) else overrides:
         try:
-            ctx.overrides.append((_apply_override(data, text), text))
+            ctx.overrides.append((_apply_override(data, text), f"--set {text}"))
         except ScenarioError as exc:
             raise ScenarioError(
                 file=file, location=exc.location, expected=exc.expected, found=exc.found
             ) from None
+    for path, value, label in values:
+        try:
+            ctx.overrides.append((_set_path(data, field_path(path), copy.deepcopy(value),
+                                            label), label))
+        except ScenarioError as exc:
+            raise ScenarioError(
+                file=file, location=f"{path} (set by {label})", expected=exc.expected,
+                found=exc.found) from None
     _merge_redis_conf(data, base, ctx)
     written = _resolve_traces(data, base)
     try:

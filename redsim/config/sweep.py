@@ -1,0 +1,436 @@
+"""Sweep files: a base scenario, the axes to vary, replications, and a frontier.
+
+```yaml
+name: s0-ttl-connections
+base: ../gitlab-2022.yaml          # a scenario file (relative to this file) or a mapping
+set: {duration: 30m}               # fixed changes applied to every point
+replications: 5
+seed: 1                            # replication r runs with seed + r (default: base's seed)
+axes:
+  - name: ttl
+    path: clients[0].mix[1].ttl    # a dotted path as `redsim run --set` takes; or a list
+    values: [1h, 8h, 2w]
+  - name: processes
+    path: clients[0].processes
+    range: {start: 600, stop: 1800, num: 7}        # or step:; log-range: for geometric
+  - link:                          # axes that move together (same number of values)
+      - {name: appendonly, path: server.appendonly, values: [no, yes, yes]}
+      - {name: appendfsync, path: server.appendfsync, values: [everysec, everysec, always]}
+constraints: ["processes * 10 <= 20000"]   # over the values the simulator used (s, bytes)
+metrics: [burst_detected, latency_p99_s]   # the aggregated table's metrics (optional)
+frontier: {x: processes, y: ttl, threshold: 0.5}   # see redsim.sweep.frontier
+```
+
+Every mistake is one `ScenarioError` naming the sweep file, its line, the field
+(`axes[1].range.num`) and what was expected. Scenario-level mistakes an axis
+would cause (a value a field refuses) are reported when the grid is expanded
+(`redsim.sweep.grid`), naming the axis.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from redsim.config.errors import ScenarioError, did_you_mean, show
+from redsim.config.loader import _norm_path, _parse_override, _read_text, _read_yaml
+
+_TOP_KEYS = ("name", "description", "base", "set", "replications", "seed", "axes",
+             "constraints", "metrics", "frontier")
+_AXIS_KEYS = ("name", "path", "values", "range", "log-range")
+_FRONTIER_KEYS = ("x", "y", "threshold", "criterion", "iterations", "replications")
+
+DEFAULT_METRICS = (
+    "burst_detected", "bursts", "cycle_period_s", "phase1_median_s", "phase2_median_s",
+    "phase3_median_s", "rate_dip_median", "memory_drop_median_bytes", "latency_p50_s",
+    "latency_p99_s", "latency_p999_s", "latency_max_s", "throughput_rps", "utilisation",
+    "used_memory_peak", "evicted_keys", "expired_keys", "oom_rejected",
+    "aof_delayed_fsync", "latest_fork_usec", "cow_peak_bytes",
+)
+"""What the aggregated table reports by default (``summary`` keys)."""
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One swept quantity.
+
+    Attributes:
+        name: column name in the tables (an identifier; ``-`` allowed).
+        paths: scenario fields it sets, dotted like ``clients[0].pool.max-size``.
+        values: the values, as written (``8h``) or computed (ranges).
+        log: True for a ``log-range`` (plots and the frontier bisect geometrically).
+        link: index of its link group: axes of one group move together.
+    """
+
+    name: str
+    paths: tuple[str, ...]
+    values: tuple[Any, ...]
+    log: bool = False
+    link: int = 0
+    range_spec: tuple[Any, Any, Any, str] | None = None  # (start, stop, num|step, kind)
+
+
+@dataclass(frozen=True)
+class FrontierSpec:
+    """Where burst probability crosses ``threshold`` along ``y``, for each ``x``.
+
+    Attributes:
+        x, y: axis names; y must be numeric (its range is the bisection bracket).
+        threshold: a point "bursts" when the criterion's probability exceeds this.
+        criterion: a summary key read as a bool (``burst_detected``) or a comparison
+            like ``latency_p99_s > 0.01``.
+        iterations: bisection steps per x (the bracket shrinks 2**iterations times).
+        replications: per evaluated point (default: the sweep's).
+    """
+
+    x: str
+    y: str
+    threshold: float = 0.5
+    criterion: str = "burst_detected"
+    iterations: int = 6
+    replications: int | None = None
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A validated sweep file."""
+
+    name: str
+    description: str
+    file: str | None
+    base: dict[str, Any]
+    """The base scenario's raw data (trace and redis_conf paths made absolute)."""
+    base_dir: str
+    fixed: tuple[tuple[str, Any], ...]
+    """``set:`` entries (path, value), applied to every point before the axes."""
+    replications: int
+    seed: int | None
+    axes: tuple[Axis, ...]
+    constraints: tuple[str, ...]
+    metrics: tuple[str, ...]
+    frontier: FrontierSpec | None
+    lines: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def axis(self, name: str) -> Axis:
+        """The axis called ``name``."""
+        for a in self.axes:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+
+class _Reader:
+    """Validation helpers that know the file and its line map."""
+
+    def __init__(self, file: str | None, lines: dict) -> None:
+        self.file = file
+        self.lines = lines
+
+    def error(self, loc: tuple, expected: str, found: str, hint: str | None = None):
+        text = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+        norm = _norm_path(loc)
+        line = None
+        for n in range(len(norm), 0, -1):
+            if norm[:n] in self.lines:
+                line = self.lines[norm[:n]]
+                break
+        return ScenarioError(file=self.file, line=line, location=text,
+                             expected=expected, found=found, hint=hint)
+
+    def mapping(self, v: Any, loc: tuple, keys: tuple[str, ...]) -> dict:
+        if not isinstance(v, dict):
+            raise self.error(loc, "a mapping", show(v))
+        for k in v:
+            if str(k) not in keys:
+                hint = did_you_mean(str(k), keys) or "valid keys: " + ", ".join(keys)
+                raise self.error((*loc, str(k)), f"a key of {_where(loc)}", show(k), hint)
+        return v
+
+    def integer(self, v: Any, loc: tuple, minimum: int) -> int:
+        if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+            raise self.error(loc, f"an integer >= {minimum}", show(v))
+        return v
+
+    def number(self, v: Any, loc: tuple, lo: float, hi: float) -> float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
+            raise self.error(loc, f"a number in [{lo:g}, {hi:g}]", show(v))
+        return float(v)
+
+    def name(self, v: Any, loc: tuple) -> str:
+        if not isinstance(v, str) or not v.replace("-", "_").isidentifier():
+            raise self.error(loc, "a name made of letters, digits, '_' and '-'", show(v))
+        return v
+
+
+def _where(loc: tuple) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".") \
+        or "the sweep file"
+
+
+def _paths(r: _Reader, v: Any, loc: tuple) -> tuple[str, ...]:
+    items = v if isinstance(v, list) else [v]
+    if not items:
+        raise r.error(loc, "a dotted field path or a list of them", show(v))
+    out = []
+    for i, p in enumerate(items):
+        where = (*loc, i) if isinstance(v, list) else loc
+        if not isinstance(p, str) or not p.strip():
+            raise r.error(where, "a dotted field path like clients[0].processes", show(p))
+        try:
+            _parse_override(f"{p}=0")
+        except ScenarioError:
+            raise r.error(where, "a dotted field path like clients[0].processes",
+                          show(p)) from None
+        out.append(p.strip())
+    return tuple(out)
+
+
+def _axis(r: _Reader, v: Any, loc: tuple, link: int) -> Axis:
+    m = r.mapping(v, loc, _AXIS_KEYS)
+    for key in ("name", "path"):
+        if key not in m:
+            raise r.error((*loc, key), f"a value for {key} (required)", "nothing")
+    name = r.name(m["name"], (*loc, "name"))
+    paths = _paths(r, m["path"], (*loc, "path"))
+    given = [k for k in ("values", "range", "log-range") if k in m]
+    if len(given) != 1:
+        raise r.error(loc, "exactly one of values, range, log-range", ", ".join(given)
+                      or "none of them")
+    kind = given[0]
+    if kind == "values":
+        values = m["values"]
+        if not isinstance(values, list) or not values:
+            raise r.error((*loc, "values"), "a non-empty list", show(values))
+        if any(isinstance(x, (dict, list)) for x in values):
+            raise r.error((*loc, "values"), "a list of scalars", show(values))
+        return Axis(name, paths, tuple(values), link=link)
+    spec = r.mapping(m[kind], (*loc, kind), ("start", "stop", "num", "step"))
+    for key in ("start", "stop"):
+        if key not in spec:
+            raise r.error((*loc, kind, key), f"a value for {key} (required)", "nothing")
+    if ("num" in spec) == ("step" in spec):
+        raise r.error((*loc, kind), "exactly one of num, step", show(spec))
+    if "num" in spec:
+        n = r.integer(spec["num"], (*loc, kind, "num"), 2)
+        return Axis(name, paths, (), log=kind == "log-range", link=link,
+                    range_spec=(spec["start"], spec["stop"], n, "num"))
+    if kind == "log-range":
+        raise r.error((*loc, kind, "step"), "num (a log-range is num values apart "
+                      "by a constant factor)", show(spec["step"]))
+    return Axis(name, paths, (), link=link,
+                range_spec=(spec["start"], spec["stop"], spec["step"], "step"))
+
+
+def _constraint(r: _Reader, v: Any, loc: tuple, names: set[str]) -> str:
+    if not isinstance(v, str):
+        raise r.error(loc, "an expression over axis names, like 'a * b <= 100'", show(v))
+    try:
+        tree = ast.parse(_pythonise(v, names), mode="eval")
+    except SyntaxError:
+        raise r.error(loc, "a Python-like comparison over axis names", show(v)) from None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id not in {_ident(n) for n in names}:
+            hint = did_you_mean(node.id, names)
+            raise r.error(loc, "axis names only: " + ", ".join(sorted(names)),
+                          show(node.id), hint)
+        if not isinstance(node, _ALLOWED_NODES):
+            raise r.error(loc, "arithmetic, comparisons, and/or/not over axis names",
+                          f"{type(node).__name__} in {show(v)}")
+    return v
+
+
+_ALLOWED_NODES = (ast.Expression, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare,
+                  ast.Name, ast.Load, ast.Constant, ast.And, ast.Or, ast.Not, ast.Add,
+                  ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.USub,
+                  ast.UAdd, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.In,
+                  ast.NotIn, ast.Tuple, ast.List)
+
+
+def _ident(name: str) -> str:
+    return name.replace("-", "_")
+
+
+def _pythonise(expr: str, names: set[str]) -> str:
+    """Axis names may contain '-'; expressions see them with '_'."""
+    for n in sorted(names, key=len, reverse=True):
+        if "-" in n:
+            expr = expr.replace(n, _ident(n))
+    return expr
+
+
+def evaluate_constraint(expr: str, values: dict[str, Any]) -> bool:
+    """Evaluate a validated constraint with the axis values of one point."""
+    names = set(values)
+    env = {_ident(k): v for k, v in values.items()}
+    code = compile(ast.parse(_pythonise(expr, names), mode="eval"), "<constraint>", "eval")
+    return bool(eval(code, {"__builtins__": {}}, env))  # noqa: S307 - nodes checked above
+
+
+def _frontier(r: _Reader, v: Any, names: set[str]) -> FrontierSpec:
+    loc = ("frontier",)
+    m = r.mapping(v, loc, _FRONTIER_KEYS)
+    for key in ("x", "y"):
+        if key not in m:
+            raise r.error((*loc, key), f"a value for {key} (required)", "nothing")
+        if m[key] not in names:
+            raise r.error((*loc, key), "an axis name: " + ", ".join(sorted(names)),
+                          show(m[key]), did_you_mean(str(m[key]), names))
+    if m["x"] == m["y"]:
+        raise r.error((*loc, "y"), "an axis other than x", show(m["y"]))
+    crit = m.get("criterion", "burst_detected")
+    if not isinstance(crit, str) or not crit.strip():
+        raise r.error((*loc, "criterion"), "a summary key or a comparison like "
+                      "'latency_p99_s > 0.01'", show(crit))
+    return FrontierSpec(
+        x=m["x"], y=m["y"],
+        threshold=r.number(m.get("threshold", 0.5), (*loc, "threshold"), 0.0, 1.0),
+        criterion=crit.strip(),
+        iterations=r.integer(m.get("iterations", 6), (*loc, "iterations"), 1),
+        replications=(r.integer(m["replications"], (*loc, "replications"), 1)
+                      if "replications" in m else None),
+    )
+
+
+def _base(r: _Reader, v: Any, base_dir: Path) -> tuple[dict, str]:
+    """The base scenario's raw data and the directory its relative paths are from."""
+    if isinstance(v, dict):
+        return dict(v), str(base_dir)
+    if not isinstance(v, str) or not v.strip():
+        raise r.error(("base",), "a scenario file path or a scenario mapping", show(v))
+    path = (base_dir / os.path.expanduser(v)).resolve()
+    try:
+        text = _read_text(path)
+    except ScenarioError as exc:
+        raise r.error(("base",), "a readable scenario file", f"{show(v)} ({exc.found})") \
+            from None
+    data, _ = _read_yaml(text, str(path))
+    if not isinstance(data, dict):
+        raise ScenarioError(file=str(path), expected="a mapping of scenario keys",
+                            found=show(data))
+    return data, str(path.parent)
+
+
+def load_sweep(source: str | os.PathLike[str] | dict, *,
+               base_dir: str | os.PathLike[str] | None = None) -> SweepSpec:
+    """Read and validate a sweep file (or mapping).
+
+    Raises:
+        ScenarioError: naming the file, line and field for any mistake.
+    """
+    if isinstance(source, dict):
+        file, data, lines = None, source, {}
+        here = Path(base_dir) if base_dir is not None else Path.cwd()
+    else:
+        path = Path(source)
+        file = str(path)
+        data, lines = _read_yaml(_read_text(path), file)
+        here = Path(base_dir) if base_dir is not None else path.resolve().parent
+        if not isinstance(data, dict):
+            raise ScenarioError(file=file, expected="a mapping with base: and axes:",
+                                found="an empty file" if data is None else show(data))
+    r = _Reader(file, lines)
+    r.mapping(data, (), _TOP_KEYS)
+    if "base" not in data:
+        raise r.error(("base",), "a value for base (required): a scenario file or mapping",
+                      "nothing")
+    base, base_dir_s = _base(r, data["base"], here)
+    fixed = data.get("set") or {}
+    if not isinstance(fixed, dict):
+        raise r.error(("set",), "a mapping of field path: value", show(fixed))
+    fixed_items = []
+    for k, v in fixed.items():
+        _paths(r, k, ("set", str(k)))
+        fixed_items.append((str(k), v))
+    raw_axes = data.get("axes")
+    if not isinstance(raw_axes, list) or not raw_axes:
+        raise r.error(("axes",), "a non-empty list of axes", show(raw_axes))
+    axes: list[Axis] = []
+    for i, item in enumerate(raw_axes):
+        loc = ("axes", i)
+        if isinstance(item, dict) and "link" in item:
+            r.mapping(item, loc, ("link",))
+            members = item["link"]
+            if not isinstance(members, list) or len(members) < 2:
+                raise r.error((*loc, "link"), "a list of two or more axes", show(members))
+            for j, m in enumerate(members):
+                axes.append(_axis(r, m, (*loc, "link", j), link=i))
+        else:
+            axes.append(_axis(r, item, loc, link=i))
+    names = [a.name for a in axes]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise r.error(("axes",), "distinct axis names", ", ".join(dup) + " repeated")
+    constraints = data.get("constraints") or []
+    if not isinstance(constraints, list):
+        raise r.error(("constraints",), "a list of expressions", show(constraints))
+    cons = tuple(_constraint(r, c, ("constraints", i), set(names))
+                 for i, c in enumerate(constraints))
+    metrics = data.get("metrics", list(DEFAULT_METRICS))
+    if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):
+        raise r.error(("metrics",), "a list of summary keys", show(metrics))
+    seed = data.get("seed")
+    if seed is not None:
+        seed = r.integer(seed, ("seed",), 0)
+    name = data.get("name") or (Path(file).stem if file else "sweep")
+    if not isinstance(name, str):
+        raise r.error(("name",), "a string", show(name))
+    return SweepSpec(
+        name=name, description=str(data.get("description") or ""), file=file,
+        base=base, base_dir=base_dir_s, fixed=tuple(fixed_items),
+        replications=r.integer(data.get("replications", 1), ("replications",), 1),
+        seed=seed, axes=tuple(axes), constraints=cons, metrics=tuple(metrics),
+        frontier=_frontier(r, data["frontier"], set(names)) if data.get("frontier") else None,
+        lines=lines,
+    )
+
+
+def spec_error(spec: SweepSpec, loc: tuple, expected: str, found: str,
+               hint: str | None = None) -> ScenarioError:
+    """An error located in the sweep file (for mistakes found when expanding)."""
+    return _Reader(spec.file, spec.lines).error(loc, expected, found, hint)
+
+
+def axis_loc(spec: SweepSpec, axis: Axis) -> tuple:
+    """The location of an axis in the sweep file, for error messages."""
+    members = [a for a in spec.axes if a.link == axis.link]
+    if len(members) == 1:
+        return ("axes", axis.link)
+    return ("axes", axis.link, "link", members.index(axis))
+
+
+def dump_spec(spec: SweepSpec) -> str:
+    """The sweep as canonical YAML (what a run folder records)."""
+    def axis(a: Axis) -> dict:
+        d: dict[str, Any] = {"name": a.name, "path": list(a.paths)}
+        if a.range_spec is not None:
+            start, stop, n, kind = a.range_spec
+            d["log-range" if a.log else "range"] = {"start": start, "stop": stop, kind: n}
+        else:
+            d["values"] = list(a.values)
+        return d
+    groups: dict[int, list[Axis]] = {}
+    for a in spec.axes:
+        groups.setdefault(a.link, []).append(a)
+    out = {
+        "name": spec.name, "description": spec.description, "base": spec.base,
+        "set": dict(spec.fixed), "replications": spec.replications, "seed": spec.seed,
+        "axes": [axis(g[0]) if len(g) == 1 else {"link": [axis(a) for a in g]}
+                 for g in groups.values()],
+        "constraints": list(spec.constraints), "metrics": list(spec.metrics),
+    }
+    if spec.frontier is not None:
+        f = spec.frontier
+        out["frontier"] = {"x": f.x, "y": f.y, "threshold": f.threshold,
+                           "criterion": f.criterion, "iterations": f.iterations,
+                           "replications": f.replications}
+    return yaml.safe_dump(out, sort_keys=False, allow_unicode=True)
+
+
+__all__ = ["Axis", "DEFAULT_METRICS", "FrontierSpec", "SweepSpec", "axis_loc", "dump_spec",
+           "evaluate_constraint", "load_sweep", "spec_error"]
+

@@ -1,0 +1,225 @@
+"""Running a sweep: every point x replication, stored as it finishes, resumable.
+
+``run_sweep`` expands the grid, skips the runs already on disk, sends the rest
+to an executor, stores each run the moment it finishes, and writes the tables
+from everything on disk — also when it is interrupted, so the tables always
+describe the finished runs. ``--resume`` after a kill runs only what is
+missing, and the final tables equal an uninterrupted sweep's.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from redsim.config.schema import Scenario
+from redsim.config.sweep import SweepSpec, dump_spec
+from redsim.sweep.executors import run_tasks
+from redsim.sweep.grid import Point, expand, replication_seed, root_seed
+from redsim.sweep.store import RunStore, atomic_write_bytes, write_table
+from redsim.sweep.tables import aggregate_table, tidy_table
+
+
+class SweepError(Exception):
+    """A sweep that cannot start or continue as asked (e.g. its folder holds runs)."""
+
+
+@dataclass(frozen=True)
+class RunTask:
+    """One run to execute: a validated scenario and a seed."""
+
+    key: str
+    seed: int
+    scenario: Scenario
+
+
+def execute(task: RunTask) -> dict[str, Any]:
+    """Simulate one run; never raises for a failing scenario: the error is returned.
+
+    Returns:
+        ``key``, ``seed``, ``summary`` (the Result's summary; empty on error),
+        ``error`` ("" or "ExceptionType: message" and the innermost frames),
+        ``wall_s``.
+    """
+    from redsim.simulation import simulate
+
+    t0 = time.perf_counter()
+    try:
+        result = simulate(task.scenario, seed=task.seed, progress=False)
+        summary, error = result.summary, ""
+    except Exception as exc:  # noqa: BLE001 - a failing point is data, not a crash
+        frames = traceback.extract_tb(exc.__traceback__)[-3:]
+        where = "; ".join(f"{Path(f.filename).name}:{f.lineno} in {f.name}" for f in frames)
+        summary, error = {}, f"{type(exc).__name__}: {exc} ({where})"
+    return {"key": task.key, "seed": task.seed, "summary": summary, "error": error,
+            "wall_s": time.perf_counter() - t0}
+
+
+@dataclass
+class SweepResult:
+    """What a sweep produced (also on disk in ``out``)."""
+
+    spec: SweepSpec
+    points: list[Point]
+    seeds: list[int]
+    runs: pd.DataFrame
+    aggregate: pd.DataFrame
+    out: Path
+    ran: int = 0
+    """Runs executed by this call (the rest came from disk)."""
+    lost: list[str] = field(default_factory=list)
+    """Runs whose worker died (not stored: ``--resume`` retries them)."""
+
+
+def run_batch(tasks: list[RunTask], store: RunStore, *, executor: str = "local",
+              jobs: int | None = None, scheduler: Any = None, progress: bool = True,
+              desc: str = "runs", on_stored: Callable[[dict], None] | None = None
+              ) -> tuple[int, list[str]]:
+    """Execute the tasks not yet in ``store``, storing each as it finishes.
+
+    Returns:
+        (runs executed, descriptions of runs lost to a dead worker)
+    """
+    todo = [t for t in tasks if store.get(t.key, t.seed) is None]
+    todo = list({(t.key, t.seed): t for t in todo}.values())  # a run once, however asked
+    lost: list[str] = []
+    if not todo:
+        return 0, lost
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(todo), desc=desc, unit="run", dynamic_ncols=True)
+    errors = 0
+    try:
+        for task, outcome in run_tasks(execute, todo, executor=executor, jobs=jobs,
+                                       scheduler=scheduler):
+            if isinstance(outcome, BaseException):
+                lost.append(f"seed {task.seed} of {task.key[:12]}: "
+                            f"{type(outcome).__name__}: {outcome}")
+            else:
+                store.put(outcome)
+                errors += bool(outcome["error"])
+                if on_stored is not None:
+                    on_stored(outcome)
+            if bar is not None:
+                bar.update(1)
+                if errors or lost:
+                    bar.set_postfix(errors=errors, lost=len(lost))
+    finally:
+        if bar is not None:
+            bar.close()
+    return len(todo), lost
+
+
+def collect(store: RunStore, points: list[Point], seeds: list[int]) -> dict:
+    """The stored records of the given runs."""
+    out = {}
+    for p in points:
+        for s in seeds:
+            rec = store.get(p.key, s)
+            if rec is not None:
+                out[(p.key, s)] = rec
+    return out
+
+
+def write_tables(spec: SweepSpec, points: list[Point], seeds: list[int],
+                 store: RunStore) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Build and write runs/aggregate tables and timings from what is on disk."""
+    records = collect(store, points, seeds)
+    runs = tidy_table(points, seeds, records)
+    agg = aggregate_table(runs, points, spec.metrics)
+    out = store.out
+    write_table(runs, out / "runs")
+    write_table(agg, out / "aggregate")
+    timings = pd.DataFrame.from_records(
+        [{"point": p.index, "replication": r, "seed": s,
+          "wall_s": records[(p.key, s)].get("wall_s")}
+         for p in points for r, s in enumerate(seeds) if (p.key, s) in records])
+    atomic_write_bytes(out / "timings.csv", timings.to_csv(index=False).encode())
+    return runs, agg
+
+
+def write_figures(spec: SweepSpec, agg: pd.DataFrame, out: Path) -> list[Path]:
+    """The sweep's standard figures: with one varying axis, burst probability and
+    p99 latency against it; with two, the burst-probability heatmap and p99 per
+    second-axis value; more axes get no automatic figure (use redsim.sweep.plots)."""
+    from redsim.sweep.plots import plot_burst_heatmap, plot_metric
+
+    varying = [a for a in spec.axes if agg[a.name].nunique() > 1] if len(agg) else []
+    written: list[Path] = []
+    if not varying or "burst_probability" not in agg.columns:
+        return written
+    first = varying[0]
+    if len(varying) == 1 or all(a.link == first.link for a in varying):
+        axis, data = first.name, agg
+        if len(varying) > 1:  # linked axes: one category per point, "yes / always"
+            axis = " / ".join(a.name for a in varying)
+            data = agg.assign(**{axis: [" / ".join(str(v) for v in row) for row in
+                                        agg[[a.name for a in varying]].itertuples(
+                                            index=False)]})
+        for metric in ("burst_probability", "latency_p99_s"):
+            if metric == "burst_probability" or f"{metric}_mean" in agg.columns:
+                path = out / f"{metric}.png"
+                plot_metric(data, axis, metric, path, log_x=first.log)
+                written.append(path)
+    elif len({a.link for a in varying}) == 2:
+        second = next(a for a in varying if a.link != first.link)
+        path = out / "burst_heatmap.png"
+        plot_burst_heatmap(agg, second.name, first.name, path)
+        written.append(path)
+        if "latency_p99_s_mean" in agg.columns:
+            path = out / "latency_p99_s.png"
+            plot_metric(agg, second.name, "latency_p99_s", path, hue=first.name,
+                        log_x=second.log)
+            written.append(path)
+    return written
+
+
+def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int | None = None,
+              executor: str = "local", scheduler: Any = None, resume: bool = False,
+              progress: bool = True, overrides: tuple[str, ...] = (),
+              replications: int | None = None,
+              on_stored: Callable[[dict], None] | None = None) -> SweepResult:
+    """Run every point x replication of a sweep into the folder ``out``.
+
+    Args:
+        spec: from ``redsim.config.sweep.load_sweep``.
+        out: the sweep folder (created).
+        jobs: local worker processes (default: one per core; 1 runs in-process).
+        executor: ``local`` or ``dask`` (with ``scheduler``: address or Client).
+        resume: keep the runs already in ``out`` and run only the missing ones.
+        progress: a progress bar with ETA.
+        overrides: ``--set key=value`` applied to every point.
+        replications: overrides the sweep's ``replications``.
+        on_stored: called with each run's record once it is on disk.
+
+    Raises:
+        SweepError: ``out`` holds runs and ``resume`` is False.
+        ScenarioError: the sweep or one of its points is invalid.
+    """
+    points = expand(spec, overrides)
+    root = root_seed(spec, points)
+    seeds = [replication_seed(root, r) for r in range(replications or spec.replications)]
+    store = RunStore(out)
+    if not resume and store.count():
+        raise SweepError(f"{out} already holds {store.count()} runs; pass --resume to "
+                         "keep them and run the rest, or choose another --out")
+    store.out.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(store.out / "sweep.yaml", dump_spec(spec).encode())
+    tasks = [RunTask(p.key, s, p.scenario) for p in points for s in seeds]
+    ran, lost = 0, []
+    try:
+        ran, lost = run_batch(tasks, store, executor=executor, jobs=jobs,
+                              scheduler=scheduler, progress=progress, desc=spec.name,
+                              on_stored=on_stored)
+    finally:
+        runs, agg = write_tables(spec, points, seeds, store)
+    write_figures(spec, agg, store.out)
+    return SweepResult(spec, points, seeds, runs, agg, store.out, ran, lost)
