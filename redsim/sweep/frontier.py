@@ -228,7 +228,8 @@ def find_frontier(spec: SweepSpec, out: str | Path, *, jobs: int | None = None,
                 hits += bool(predicate(summary[key]))
             prob, lo, hi = wilson(hits, n)
             cache[(i, y)] = prob
-            evaluations.append({**groups[i][0], f.y: y, "runs": n, "errors": errors,
+            evaluations.append({"x_index": i, **groups[i][0], f.y: y, "runs": n,
+                                "errors": errors,
                                 "probability": prob, "probability_low": lo,
                                 "probability_high": hi})
         return [cache[(i, y)] for i, y in pairs]
@@ -251,8 +252,9 @@ def find_frontier(spec: SweepSpec, out: str | Path, *, jobs: int | None = None,
         rows.append({**xvals, "y_ok": y_ok, "y_over": y_over, "y_frontier": mid,
                      "p_ok": p_ok, "p_over": p_over, "note": ""})
     table = pd.DataFrame.from_records(rows)
-    evals = pd.DataFrame.from_records(evaluations).sort_values(
-        [f.x, f.y], kind="stable").reset_index(drop=True)
+    evals = (pd.DataFrame.from_records(evaluations)
+             .sort_values(["x_index", f.y], kind="stable").drop(columns="x_index")
+             .reset_index(drop=True))  # in the x axis's order, then along y
     write_table(table, store.out / "frontier")
     atomic_write_bytes(store.out / "frontier_evaluations.csv",
                        evals.to_csv(index=False).encode())
@@ -260,7 +262,7 @@ def find_frontier(spec: SweepSpec, out: str | Path, *, jobs: int | None = None,
 
     plot_frontier(table, evals, f.x, f.y, f.threshold, store.out / "frontier.png",
                   log_y=y_axis.log, title=f"{spec.name}: where P({f.criterion}) crosses "
-                  f"{f.threshold:g}")
+                  f"{f.threshold:g}", what=f"P({f.criterion})")
     return FrontierResult(table, evals, store.out)
 
 

@@ -88,13 +88,15 @@ def plot_metric(agg: pd.DataFrame, axis: str, metric: str, path: str | os.PathLi
     if hue:
         ax.legend()
     ax.grid(alpha=0.3)
-    ax.set_title(title or f"{metric} vs {axis} (mean, 95 % CI)")
+    interval = ("Wilson 95 % interval" if metric == "burst_probability"
+                else "replication mean, 95 % t interval")
+    ax.set_title(title or f"{metric} vs {axis} ({interval})")
     _save(fig, path)
 
 
 def plot_frontier(table: pd.DataFrame, evaluations: pd.DataFrame, x: str, y: str,
                   threshold: float, path: str | os.PathLike[str], log_y: bool = False,
-                  title: str = "") -> None:
+                  title: str = "", what: str = "burst probability") -> None:
     """Every evaluated (x, y) coloured by its probability, and the frontier: the
     bracket [y_ok, y_over] found for each x, with its midpoint joined."""
     fig = Figure(figsize=(7, 4.5), layout="constrained")
@@ -102,7 +104,7 @@ def plot_frontier(table: pd.DataFrame, evaluations: pd.DataFrame, x: str, y: str
     sc = ax.scatter(evaluations[x], evaluations[y], c=evaluations["probability"],
                     cmap="RdYlGn_r", norm=Normalize(0, 1), s=28, edgecolors="k",
                     linewidths=0.3, zorder=3)
-    fig.colorbar(sc, ax=ax, label="burst probability")
+    fig.colorbar(sc, ax=ax, label=what)
     ok = table.dropna(subset=["y_frontier"])
     if len(ok):
         lo = np.minimum(ok["y_ok"], ok["y_over"])
@@ -110,7 +112,8 @@ def plot_frontier(table: pd.DataFrame, evaluations: pd.DataFrame, x: str, y: str
         ax.errorbar(ok[x], ok["y_frontier"], yerr=[ok["y_frontier"] - lo,
                                                     hi - ok["y_frontier"]],
                     color="k", capsize=4, marker="_", label="frontier (bracket)", zorder=4)
-        ax.legend(loc="best")
+        # Below the axes: inside, it would hide evaluated points.
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
     if log_y:
         ax.set_yscale("log")
     ax.set_xlabel(x)
