@@ -1,5 +1,8 @@
-"""The ``redsim`` command: ``run`` a scenario, ``validate`` a scenario file,
-``sweep`` a grid of scenarios, find a burst ``frontier``.
+"""The ``redsim`` command: run, validate, sweep scenarios, find a burst frontier.
+
+``run`` simulates a scenario, ``validate`` checks a scenario file, ``sweep``
+runs a grid of scenarios x replications, ``frontier`` bisects for where burst
+probability crosses a threshold.
 
 Every mistake in a scenario file is reported as one line naming the file, the
 field and what was expected, with exit status 2 and no traceback.

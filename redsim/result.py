@@ -33,6 +33,24 @@ CPU_COLUMNS = {
 }
 
 
+def model_version() -> str:
+    """A hash of the model's source files (``redsim/model``, ``redsim/observe``):
+    what a run's figures depend on besides its scenario and seed. Two runs with
+    equal scenario hash, seed and model version are identical. (numba's version
+    is left out: the kernel is compiled without fast-math, so IEEE arithmetic
+    gives the same figures whichever numba compiled it.)"""
+    import hashlib
+
+    from redsim.model.jit import _PACKAGE, KERNEL_SOURCES
+
+    h = hashlib.sha256()
+    for sub in KERNEL_SOURCES:
+        for path in sorted((_PACKAGE / sub).glob("*.py")):
+            h.update(f"{sub}/{path.name}".encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
 @dataclass
 class Latency:
     """Client-observed request latency (issue → last reply byte received), seconds.
@@ -214,6 +232,7 @@ class Result:
         summary.update(_persistence_summary(w, ts, forks, passes, fsyncs))
         provenance = {
             "redsim_version": __version__,
+            "model": model_version(),
             "seed": seed,
             "scenario_name": scenario.name,
             "scenario_hash": summary["scenario_hash"],

@@ -171,3 +171,14 @@ def test_local_pool_and_dask_give_the_tables_of_a_serial_run(reference, tmp_path
         run_sweep(load_sweep(_sweep()), tmp_path / "dask", executor="dask",
                   scheduler=client, progress=False)
     assert _tables(tmp_path / "dask") == _tables(reference)
+
+
+def test_a_worker_with_another_model_is_refused(tmp_path, monkeypatch) -> None:
+    # A Dask worker with another redsim returns figures of another model: they are
+    # reported as lost, not stored, so --resume reruns them on a matching worker.
+    import redsim.sweep.runner as runner
+
+    monkeypatch.setattr(runner, "model_version", lambda: "another-model")
+    res = run_sweep(load_sweep(_sweep(reps=1)), tmp_path, jobs=1, progress=False)
+    assert len(res.lost) == 4 and "install the same redsim" in res.lost[0]
+    assert res.runs.empty and not list((tmp_path / "runs").glob("*.json"))

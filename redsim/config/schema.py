@@ -153,6 +153,7 @@ class _Model(BaseModel):
         populate_by_name=True,
         extra="forbid",
         frozen=True,
+        use_attribute_docstrings=True,
     )
 
     @model_validator(mode="before")

@@ -24,9 +24,14 @@ __all__ = ["plot_burst_heatmap", "plot_frontier", "plot_metric"]
 def _label(agg: pd.DataFrame, axis: str) -> pd.Series:
     """Tick labels as the sweep file wrote the values (``8h``), else the values."""
     col = f"{axis}_label"
-    return agg[col] if col in agg.columns else agg[axis].map(lambda v: f"{v:g}"
-                                                              if isinstance(v, float)
-                                                              else str(v))
+    return agg[col] if col in agg.columns else agg[axis].map(_number)
+
+
+def _number(v: Any) -> str:
+    """A tick label: 1,209,600 rather than 1.2096e+06; 0.55 as is."""
+    if isinstance(v, (float, np.floating)) and not isinstance(v, bool):
+        return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+    return str(v)
 
 
 def plot_burst_heatmap(agg: pd.DataFrame, x: str, y: str, path: str | os.PathLike[str],

@@ -22,7 +22,7 @@ from redsim.config.schema import Scenario
 from redsim.config.sweep import SweepSpec, dump_spec
 from redsim.sweep.executors import run_tasks
 from redsim.sweep.grid import Point, expand, replication_seed, root_seed
-from redsim.sweep.store import RunStore, atomic_write_bytes, write_table
+from redsim.sweep.store import RunStore, atomic_write_bytes, model_version, write_table
 from redsim.sweep.tables import aggregate_table, tidy_table
 
 
@@ -45,20 +45,42 @@ def execute(task: RunTask) -> dict[str, Any]:
     Returns:
         ``key``, ``seed``, ``summary`` (the Result's summary; empty on error),
         ``error`` ("" or "ExceptionType: message" and the innermost frames),
-        ``wall_s``.
+        ``phases`` (the cycle table's rows), ``peaks`` (``run_peaks``),
+        ``wall_s``, and ``model`` (the hash of the model's source that ran it).
     """
     from redsim.simulation import simulate
 
     t0 = time.perf_counter()
+    cycles: list[dict] = []
+    peaks: dict[str, float] = {}
     try:
         result = simulate(task.scenario, seed=task.seed, progress=False)
         summary, error = result.summary, ""
+        cycles = result.phases().to_dict("records")
+        peaks = run_peaks(result.timeseries)
     except Exception as exc:  # noqa: BLE001 - a failing point is data, not a crash
         frames = traceback.extract_tb(exc.__traceback__)[-3:]
         where = "; ".join(f"{Path(f.filename).name}:{f.lineno} in {f.name}" for f in frames)
         summary, error = {}, f"{type(exc).__name__}: {exc} ({where})"
     return {"key": task.key, "seed": task.seed, "summary": summary, "error": error,
-            "wall_s": time.perf_counter() - t0}
+            "phases": cycles, "peaks": peaks, "wall_s": time.perf_counter() - t0,
+            "model": model_version()}
+
+
+def run_peaks(ts: pd.DataFrame) -> dict[str, float]:
+    """The figures a burst is judged by, at their most extreme over the run's
+    windows: main-thread busy share, share in ``performEvictions``, used memory
+    over ``maxmemory`` (0 without a limit)."""
+    if ts.empty:
+        return {}
+    busy = 1.0 - ts["cpu_idle"]
+    maxmem = ts["maxmemory"].max() if "maxmemory" in ts else 0
+    return {
+        "busy_max": float(busy.max()),
+        "cpu_eviction_max": float(ts["cpu_eviction"].max()) if "cpu_eviction" in ts else 0.0,
+        "used_memory_max": float(ts["used_memory"].max()) if "used_memory" in ts else 0.0,
+        "maxmemory": float(maxmem or 0),
+    }
 
 
 @dataclass
@@ -103,6 +125,11 @@ def run_batch(tasks: list[RunTask], store: RunStore, *, executor: str = "local",
             if isinstance(outcome, BaseException):
                 lost.append(f"seed {task.seed} of {task.key[:12]}: "
                             f"{type(outcome).__name__}: {outcome}")
+            elif outcome.get("model") != store.version:
+                # A Dask worker with another redsim: its figures are not this model's.
+                lost.append(f"seed {task.seed} of {task.key[:12]}: the worker runs "
+                            f"model {outcome.get('model')}, this process "
+                            f"{store.version}; install the same redsim on the workers")
             else:
                 store.put(outcome)
                 errors += bool(outcome["error"])

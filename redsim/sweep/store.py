@@ -30,14 +30,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from redsim.model.jit import kernel_cache_dir
+from redsim.result import model_version
 
 RUNS_DIR = "runs"
-
-
-def model_version() -> str:
-    """A hash of the kernel's source files (what results depend on)."""
-    return kernel_cache_dir().name.removeprefix("kernel-")
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -95,9 +90,13 @@ class RunStore:
 
     def put(self, record: dict[str, Any]) -> None:
         """Store a finished run (``key``, ``seed``, ``summary`` or ``error``, ``wall_s``)."""
-        rec = {k: _jsonable(v) for k, v in record.items() if k != "summary"}
-        rec["model"] = self.version
-        rec["summary"] = {k: _jsonable(v) for k, v in (record.get("summary") or {}).items()}
+        rec = {k: _jsonable(v) for k, v in record.items() if k not in ("summary", "phases",
+                                                                      "peaks")}
+        rec.setdefault("model", self.version)
+        for part in ("summary", "peaks"):
+            rec[part] = {k: _jsonable(v) for k, v in (record.get(part) or {}).items()}
+        rec["phases"] = [{k: _jsonable(v) for k, v in row.items()}
+                         for row in record.get("phases") or []]
         data = json.dumps(rec, sort_keys=True, indent=1).encode()
         atomic_write_bytes(self.path(record["key"], record["seed"]), data)
 

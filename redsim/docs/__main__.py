@@ -1,0 +1,7 @@
+"""``python -m redsim.docs``."""
+
+import sys
+
+from redsim.docs import main
+
+sys.exit(main())
