@@ -10,9 +10,10 @@ A result is stale when the scenario it was made from, or the model's source
 scenario + seed + model version gives byte-identical files, so a result that
 is not stale needs no rerun.
 
-What is here (see results/README.md): the S0 runs (GitLab 2022 and its TTL-8h
-fix), the persistence runs of seeds S1 and S2 (``results/persistence.py``), and
-three S0 sweeps shortened to 10 simulated minutes.
+What is here (see results/README.md): a run folder per shipped scenario (S0:
+GitLab 2022 and its TTL-8h fix; the persistence runs of seeds S1 and S2, made by
+``results/persistence.py``; the web-cache and open-loop-ramp examples), and
+every shipped S0 sweep shortened to 10 simulated minutes.
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ class SweepResult:
 RUNS = [
     RunResult("gitlab-2022", "gitlab-2022.yaml"),
     RunResult("gitlab-2022-ttl-8h", "gitlab-2022-ttl-8h.yaml"),
+    RunResult("web-cache", "web-cache.yaml"),
+    RunResult("open-loop-ramp", "open-loop-ramp.yaml"),
 ]
 PERSISTENCE = [
     RunResult(f"s2-aof-fsync/{n}", f"{n}.yaml")
@@ -89,6 +92,9 @@ SWEEPS = [
                 ("duration=10m",), 1),
     SweepResult("sweeps/s0-ttl-connections-frontier-10m", "s0-ttl-connections.yaml",
                 ("duration=10m",), 1, frontier=True),
+    SweepResult("sweeps/s0-ttl-10m", "s0-ttl.yaml", ("duration=10m",), 1),
+    SweepResult("sweeps/s0-connections-10m", "s0-connections.yaml", ("duration=10m",), 1),
+    SweepResult("sweeps/s0-fsync-10m", "s0-fsync.yaml", ("duration=10m",), 1),
 ]
 
 

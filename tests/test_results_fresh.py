@@ -121,3 +121,34 @@ def test_frontier_bracket_still_holds() -> None:
         _still_flips(item, [([f"clients[0].pool.max-size={int(row['pool-size'])}",
                               f"clients[0].mix[1].ttl={ttl}"], burst, f"TTL {ttl:.0f} s")
                             for ttl, burst in ((row["y_ok"], False), (row["y_over"], True))])
+
+
+@pytest.mark.parametrize("item", [s for s in regenerate.SWEEPS if not s.frontier],
+                         ids=lambda s: s.folder)
+def test_sweep_tables_cover_every_run_and_the_ends_still_agree(item) -> None:
+    # Every point x replication has its run file and a row; while the model is
+    # unchanged the rows are what the files say. After a model change, the first
+    # and last points (replication 0) are rerun: burst or not must agree, and
+    # peak used memory within 2 %.
+    from redsim.config.sweep import load_sweep
+    from redsim.sweep.grid import expand, replication_seed, root_seed
+
+    folder = regenerate.HERE / item.folder
+    runs = pd.read_csv(folder / "runs.csv")
+    spec = load_sweep(regenerate.SCENARIOS / "sweeps" / item.sweep)
+    points = expand(spec, item.options)
+    assert len(runs) == len(points) * item.replications
+    assert len(list((folder / "runs").glob("*.json"))) >= len(runs)
+    assert (runs["status"] == "ok").all()
+    if not item.stale():
+        return
+    from redsim import simulate
+
+    seed = replication_seed(root_seed(spec, points), 0)
+    for p in (points[0], points[-1]):
+        row = runs[(runs["point"] == p.index) & (runs["replication"] == 0)].iloc[0]
+        fresh = simulate(p.scenario, seed=seed, progress=False).summary
+        assert fresh["burst_detected"] == bool(row["burst_detected"]), (
+            f"results/{item.folder} point {p.labels}: burst changed; regenerate")
+        assert _close("used_memory_peak", float(row["used_memory_peak"]),
+                      fresh["used_memory_peak"])
