@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import platform
 from dataclasses import dataclass, field
@@ -33,12 +34,14 @@ CPU_COLUMNS = {
 }
 
 
+@functools.cache
 def model_version() -> str:
     """A hash of the model's source files (``redsim/model``, ``redsim/observe``):
     what a run's figures depend on besides its scenario and seed. Two runs with
     equal scenario hash, seed and model version are identical. (numba's version
     is left out: the kernel is compiled without fast-math, so IEEE arithmetic
-    gives the same figures whichever numba compiled it.)"""
+    gives the same figures whichever numba compiled it.) Computed once per
+    process: the process runs the model it imported."""
     import hashlib
 
     from redsim.model.jit import _PACKAGE, KERNEL_SOURCES

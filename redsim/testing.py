@@ -282,8 +282,8 @@ def headroom(scenario: ScenarioLike, path: str, *, to: float, seeds: Iterable[in
         for _, y in pairs:
             if y not in probs:
                 hits = 0
+                sc = load_scenario(base_data, values=[(path, y, "headroom")])
                 for s in seed_list:
-                    sc = load_scenario(base_data, values=[(path, y, "headroom")])
                     r = run(sc, seed=s, cache=cache)
                     if r.error:
                         raise AssertionError(f"{r.name} raised: {r.error}")

@@ -58,6 +58,14 @@ def _norm_path(path: Iterable[object]) -> Path_:
     return tuple(p if isinstance(p, int) else _norm_key(p) for p in path)
 
 
+def line_of(lines: dict[Path_, int], norm: Path_) -> int | None:
+    """The line of the deepest part of normalised path `norm` that `lines` knows."""
+    for n in range(len(norm), 0, -1):
+        if norm[:n] in lines:
+            return lines[norm[:n]]
+    return None
+
+
 class _Context:
     """Where each part of the raw scenario came from, for error messages."""
 
@@ -86,13 +94,8 @@ class _Context:
                 file=conf_file, line=line, location=str(norm[1]),
                 expected=expected, found=found, hint=hint,
             )
-        line = None
-        for n in range(len(norm), 0, -1):
-            if norm[:n] in self.lines:
-                line = self.lines[norm[:n]]
-                break
         return ScenarioError(
-            file=self.file, line=line, location=rendered,
+            file=self.file, line=line_of(self.lines, norm), location=rendered,
             expected=expected, found=found, hint=hint,
         )
 

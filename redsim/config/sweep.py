@@ -38,7 +38,14 @@ from typing import Any
 import yaml
 
 from redsim.config.errors import ScenarioError, did_you_mean, show
-from redsim.config.loader import _norm_path, _parse_override, _read_text, _read_yaml
+from redsim.config.loader import (
+    _dotted,
+    _norm_path,
+    _parse_override,
+    _read_text,
+    _read_yaml,
+    line_of,
+)
 
 _TOP_KEYS = ("name", "description", "base", "set", "replications", "seed", "axes",
              "constraints", "metrics", "frontier")
@@ -116,6 +123,13 @@ class SweepSpec:
     frontier: FrontierSpec | None
     lines: dict = field(default_factory=dict, compare=False, repr=False)
 
+    def groups(self) -> list[list[Axis]]:
+        """The axes by link group, in file order: each group moves together."""
+        out: dict[int, list[Axis]] = {}
+        for a in self.axes:
+            out.setdefault(a.link, []).append(a)
+        return list(out.values())
+
     def axis(self, name: str) -> Axis:
         """The axis called ``name``."""
         for a in self.axes:
@@ -132,15 +146,9 @@ class _Reader:
         self.lines = lines
 
     def error(self, loc: tuple, expected: str, found: str, hint: str | None = None):
-        text = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
-        norm = _norm_path(loc)
-        line = None
-        for n in range(len(norm), 0, -1):
-            if norm[:n] in self.lines:
-                line = self.lines[norm[:n]]
-                break
-        return ScenarioError(file=self.file, line=line, location=text,
-                             expected=expected, found=found, hint=hint)
+        return ScenarioError(file=self.file, line=line_of(self.lines, _norm_path(loc)),
+                             location=_dotted(list(loc)), expected=expected, found=found,
+                             hint=hint)
 
     def mapping(self, v: Any, loc: tuple, keys: tuple[str, ...]) -> dict:
         if not isinstance(v, dict):
@@ -168,8 +176,7 @@ class _Reader:
 
 
 def _where(loc: tuple) -> str:
-    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".") \
-        or "the sweep file"
+    return _dotted(list(loc)) or "the sweep file"
 
 
 def _paths(r: _Reader, v: Any, loc: tuple) -> tuple[str, ...]:
@@ -397,7 +404,7 @@ def spec_error(spec: SweepSpec, loc: tuple, expected: str, found: str,
 
 def axis_loc(spec: SweepSpec, axis: Axis) -> tuple:
     """The location of an axis in the sweep file, for error messages."""
-    members = [a for a in spec.axes if a.link == axis.link]
+    members = next(g for g in spec.groups() if axis in g)
     if len(members) == 1:
         return ("axes", axis.link)
     return ("axes", axis.link, "link", members.index(axis))
@@ -413,14 +420,11 @@ def dump_spec(spec: SweepSpec) -> str:
         else:
             d["values"] = list(a.values)
         return d
-    groups: dict[int, list[Axis]] = {}
-    for a in spec.axes:
-        groups.setdefault(a.link, []).append(a)
     out = {
         "name": spec.name, "description": spec.description, "base": spec.base,
         "set": dict(spec.fixed), "replications": spec.replications, "seed": spec.seed,
         "axes": [axis(g[0]) if len(g) == 1 else {"link": [axis(a) for a in g]}
-                 for g in groups.values()],
+                 for g in spec.groups()],
         "constraints": list(spec.constraints), "metrics": list(spec.metrics),
     }
     if spec.frontier is not None:

@@ -136,26 +136,26 @@ class FrontierResult:
 
 
 def _x_groups(spec: SweepSpec, f: FrontierSpec, extra: tuple[str, ...]):
-    """The x values, each with the assignments of x and its linked axes."""
+    """The x values, each with the assignments of x and its linked axes (and of
+    the other axes, which must have one value each)."""
     x_axis = spec.axis(f.x)
     y_axis = spec.axis(f.y)
-    others = [a for a in spec.axes if a.link not in (x_axis.link, y_axis.link)
-              and len(axis_values(spec, a, extra)) > 1]
+    values = {a.name: axis_values(spec, a, extra) for a in spec.axes if a is not y_axis}
+    x_group = next(g for g in spec.groups() if x_axis in g)
+    rest = [a for g in spec.groups() if x_axis not in g and y_axis not in g for a in g]
+    others = [a for a in rest if len(values[a.name]) > 1]
     if others:
         raise spec_error(spec, ("frontier",), "a sweep whose axes besides x and y have "
                          "one value each", ", ".join(a.name for a in others))
-    if any(a.link == y_axis.link and a is not y_axis for a in spec.axes):
+    if len(next(g for g in spec.groups() if y_axis in g)) > 1:
         raise spec_error(spec, ("frontier", "y"), "an axis not linked to others",
                          f"{y_axis.name} is linked")
-    fixed = [(p, axis_values(spec, a, extra)[0], f"sweep axis {a.name}")
-             for a in spec.axes if a.link not in (x_axis.link, y_axis.link) for p in a.paths]
-    members = [a for a in spec.axes if a.link == x_axis.link]
-    cols = {a.name: axis_values(spec, a, extra) for a in members}
-    n = len(cols[x_axis.name])
+    fixed = [(p, values[a.name][0], f"sweep axis {a.name}") for a in rest for p in a.paths]
     groups = []
-    for i in range(n):
-        sets = [(p, cols[a.name][i], f"sweep axis {a.name}") for a in members for p in a.paths]
-        groups.append(({a.name: cols[a.name][i] for a in members}, fixed + sets))
+    for i in range(len(values[x_axis.name])):
+        sets = [(p, values[a.name][i], f"sweep axis {a.name}")
+                for a in x_group for p in a.paths]
+        groups.append(({a.name: values[a.name][i] for a in x_group}, fixed + sets))
     return groups
 
 

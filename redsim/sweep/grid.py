@@ -22,7 +22,13 @@ from typing import Any
 import numpy as np
 
 from redsim.config.errors import ScenarioError, show
-from redsim.config.loader import field_path, load_scenario, resolved_dict, scenario_hash
+from redsim.config.loader import (
+    _norm_key,
+    field_path,
+    load_scenario,
+    resolved_dict,
+    scenario_hash,
+)
 from redsim.config.schema import Scenario
 from redsim.config.sweep import Axis, SweepSpec, axis_loc, evaluate_constraint, spec_error
 
@@ -57,8 +63,7 @@ def read_path(data: Any, path: str) -> Any:
         else:
             if not isinstance(node, dict):
                 return None
-            match = [k for k in node if str(k).lower().replace("_", "-")
-                     == str(seg).lower().replace("_", "-")]
+            match = [k for k in node if _norm_key(k) == _norm_key(seg)]
             if not match:
                 return None
             node = node[match[0]]
@@ -132,25 +137,22 @@ def expand(spec: SweepSpec, extra: tuple[str, ...] = ()) -> list[Point]:
         ScenarioError: a point's scenario is invalid (naming the point), linked
             axes differ in length, or every point is excluded by the constraints.
     """
-    groups: dict[int, list[Axis]] = {}
-    for a in spec.axes:
-        groups.setdefault(a.link, []).append(a)
-    group_rows: list[list[list[tuple[Axis, Any, Any]]]] = []
-    for members in groups.values():
+    # Per link group, its rows: each row the (axis, value) of every member. A
+    # value is as written (`8h`), or computed for a range.
+    group_rows: list[list[list[tuple[Axis, Any]]]] = []
+    for members in spec.groups():
         cols = [(a, axis_values(spec, a, extra)) for a in members]
         lengths = {len(v) for _, v in cols}
         if len(lengths) > 1:
             raise spec_error(spec, ("axes", members[0].link, "link"),
                              "linked axes with the same number of values",
                              ", ".join(f"{a.name}: {len(v)}" for a, v in cols))
-        written = [a.values if a.range_spec is None else v for a, v in cols]
-        group_rows.append([[(a, written[j][i], cols[j][1][i]) for j, (a, _) in enumerate(cols)]
-                           for i in range(len(cols[0][1]))])
+        group_rows.append([[(a, v[i]) for a, v in cols] for i in range(len(cols[0][1]))])
     points: list[Point] = []
     for combo in itertools.product(*group_rows):
         assigned = [cell for row in combo for cell in row]
-        labels = {a.name: label for a, label, _ in assigned}
-        sets = [(p, value, f"sweep axis {a.name}") for a, _, value in assigned for p in a.paths]
+        labels = {a.name: value for a, value in assigned}
+        sets = [(p, value, f"sweep axis {a.name}") for a, value in assigned for p in a.paths]
         try:
             sc = point_scenario(spec, sets, extra)
         except ScenarioError as exc:
@@ -158,7 +160,7 @@ def expand(spec: SweepSpec, extra: tuple[str, ...] = ()) -> list[Point]:
                                 expected=exc.expected,
                                 found=f"{exc.found} at {exc.location}") from None
         resolved = resolved_dict(sc)
-        values = {a.name: read_path(resolved, a.paths[0]) for a, _, _ in assigned}
+        values = {a.name: read_path(resolved, a.paths[0]) for a, _ in assigned}
         if spec.constraints and not all(evaluate_constraint(c, values)
                                         for c in spec.constraints):
             continue
