@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -259,7 +260,8 @@ class Result:
     def save(self, directory: str | Path, plots: bool = True) -> Path:
         """Write the run folder; returns its path.
 
-        Files: ``scenario.yaml`` (resolved, every default filled in),
+        Files: ``scenario.yaml`` (resolved, every default filled in, trace paths
+        relative to the folder),
         ``summary.json``, ``timeseries.parquet``, ``latency_histogram.csv``,
         ``cycles.csv`` (the phase table), ``eviction_calls.csv`` and
         ``funclatency.txt`` (performEvictions call times), ``overview.png``,
@@ -275,8 +277,13 @@ class Result:
 
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "scenario.yaml").write_text(
-            yaml.safe_dump(resolved_dict(self.scenario), sort_keys=False))
+        resolved = resolved_dict(self.scenario)
+        for group in resolved["clients"]:
+            # Relative to the folder, so the file loads back from any checkout
+            # and carries no machine's directory layout.
+            if group.get("trace") is not None:
+                group["trace"] = os.path.relpath(group["trace"], out.resolve())
+        (out / "scenario.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False))
         (out / "summary.json").write_text(json.dumps(_jsonable(self.summary), indent=2,
                                                      sort_keys=True) + "\n")
         self.timeseries.to_parquet(out / "timeseries.parquet")

@@ -370,6 +370,21 @@ def test_hash_is_stable_and_sensitive() -> None:
     assert scenario_hash(d) == scenario_hash(e)
 
 
+def test_hash_follows_trace_content_not_its_location(tmp_path: Path) -> None:
+    # The same scenario and trace copied to two directories (two checkouts) must
+    # hash alike, or committed results look stale on every other machine; editing
+    # the trace must change the hash, since the run replays its bytes.
+    hashes = []
+    for name, extra in (("a", b""), ("b", b""), ("c", b"GET extra\n")):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "valid.yaml").write_bytes((DATA / "valid.yaml").read_bytes())
+        (d / "endpoint.trace").write_bytes((DATA / "endpoint.trace").read_bytes() + extra)
+        hashes.append(scenario_hash(load_scenario(d / "valid.yaml")))
+    assert hashes[0] == hashes[1] == scenario_hash(_valid())
+    assert hashes[2] != hashes[0]
+
+
 def test_group_names_filled_by_position() -> None:
     sc = load({"clients": [{"name": "web"}, {}, {"name": None}]})
     assert [g.name for g in sc.clients] == ["web", "group1", "group2"]

@@ -67,3 +67,20 @@ def test_scenarios_differ_only_in_the_fix() -> None:
     diff = [(a, b) for a, b in zip(always, data, strict=True) if a != b]
     assert [b.strip() for _, b in diff] == ["- name: get-cache-data",
                                             "trace: traces/get_cache_data.trace"]
+
+
+def test_run_folder_scenario_loads_back_from_anywhere(runs, tmp_path) -> None:
+    # The folder's scenario.yaml must reload to the scenario that ran, and name
+    # its trace relative to itself: an absolute path would carry this machine's
+    # layout into committed results and break on any other checkout.
+    import yaml
+
+    from redsim.config import load_scenario, scenario_hash
+
+    r = runs["get-cache-data"]
+    folder = r.save(tmp_path / "deep" / "run", plots=False)
+    written = yaml.safe_load((folder / "scenario.yaml").read_text())["clients"][0]["trace"]
+    assert not Path(written).is_absolute()
+    back = load_scenario(folder / "scenario.yaml")
+    assert back == r.scenario
+    assert scenario_hash(back) == r.summary["scenario_hash"]

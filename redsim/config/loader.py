@@ -603,8 +603,24 @@ def resolved_dict(scenario: Scenario) -> dict[str, Any]:
 
 
 def scenario_hash(scenario: Scenario) -> str:
-    """sha256 hex digest of the canonical JSON of `resolved_dict(scenario)`."""
-    canonical = json.dumps(
-        resolved_dict(scenario), sort_keys=True, separators=(",", ":"), ensure_ascii=True
-    )
+    """sha256 hex digest of the canonical JSON of `resolved_dict(scenario)`, with
+    each trace path replaced by the sha256 of the file's bytes.
+
+    The resolved trace path is absolute, so hashing it would give the same
+    scenario a different hash in every checkout (and make committed results look
+    stale on CI); what a run depends on is the trace's content, so that is hashed.
+    """
+    data = resolved_dict(scenario)
+    for group in data["clients"]:
+        if group.get("trace") is not None:
+            group["trace"] = "sha256:" + _file_sha256(group["trace"])
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+def _file_sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
