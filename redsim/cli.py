@@ -11,6 +11,7 @@ field and what was expected, with exit status 2 and no traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -261,6 +262,12 @@ def main(argv: list[str] | None = None) -> int:
     except (_UsageError, SweepError) as e:
         print(f"redsim: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        # The reader went away (`redsim sweep ... --dry-run | head`): stop quietly,
+        # and point stdout at devnull so the interpreter's final flush cannot
+        # raise a second time. Runs already finished are on disk.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -42,3 +43,19 @@ def test_run_writes_an_identical_run_folder_twice(tmp_path: Path):
         assert a.read_bytes() == b.read_bytes(), name
     resolved = yaml.safe_load((tmp_path / "a" / "scenario.yaml").read_text())
     assert resolved["seed"] == 5 and resolved["server"]["hz"] == 10  # defaults filled in
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path: Path):
+    # `redsim sweep FILE --dry-run | head -1`: the reader is gone before the
+    # listing is written. The read end is closed before the command starts, so
+    # the first write fails every time (not only when the pipe buffer fills).
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    sweep = Path(__file__).resolve().parents[1] / "scenarios" / "sweeps" / "s0-ttl.yaml"
+    try:
+        p = subprocess.run([sys.executable, "-m", "redsim", "sweep", str(sweep), "--dry-run"],
+                           stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=600)
+    finally:
+        os.close(write_end)
+    assert p.returncode == 1
+    assert "Traceback" not in p.stderr and "BrokenPipe" not in p.stderr, p.stderr
