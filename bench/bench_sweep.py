@@ -62,5 +62,6 @@ def main() -> None:
     print(f"  mean run {wall * args.jobs / n:.1f} s of a worker; {bursts} of {n} burst"
           + (f"; {len(errors)} failed, first: {errors[0]}" if errors else ""))
 
+
 if __name__ == "__main__":
     main()

@@ -45,7 +45,7 @@ def test_run_writes_an_identical_run_folder_twice(tmp_path: Path):
     assert resolved["seed"] == 5 and resolved["server"]["hz"] == 10  # defaults filled in
 
 
-def test_a_closed_pipe_ends_quietly(tmp_path: Path):
+def test_a_closed_pipe_ends_quietly():
     # `redsim sweep FILE --dry-run | head -1`: the reader is gone before the
     # listing is written. The read end is closed before the command starts, so
     # the first write fails every time (not only when the pipe buffer fills).
