@@ -47,10 +47,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="redsim-bench-sweep-") as out:
         store = RunStore(out)
         t0 = time.perf_counter()
-        run_batch([RunTask(p.key, seed, p.scenario) for p in points], store,
-                  jobs=args.jobs, desc=spec.name)
+        _, lost = run_batch([RunTask(p.key, seed, p.scenario) for p in points], store,
+                            jobs=args.jobs, desc=spec.name)
         wall = time.perf_counter() - t0
-        records = [store.get(p.key, seed) for p in points]
+        # A run lost to a dead worker has no record; the figures are over the rest.
+        records = [r for p in points if (r := store.get(p.key, seed)) is not None]
     n = len(records)
     sim = n * points[0].scenario.duration
     per_min = n / wall * 60
@@ -60,7 +61,8 @@ def main() -> None:
     print(f"  100 points at this rate: {100 / per_min:.1f} min (target <= 10 min)")
     errors = [r["error"] for r in records if r["error"]]
     print(f"  mean run {wall * args.jobs / n:.1f} s of a worker; {bursts} of {n} burst"
-          + (f"; {len(errors)} failed, first: {errors[0]}" if errors else ""))
+          + (f"; {len(errors)} failed, first: {errors[0]}" if errors else "")
+          + (f"; {len(lost)} lost: {lost[0]}" if lost else ""))
 
 
 if __name__ == "__main__":

@@ -13,8 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 import redsim
+from redsim.config import load_scenario, scenario_hash
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 
@@ -73,10 +75,6 @@ def test_run_folder_scenario_loads_back_from_anywhere(runs, tmp_path) -> None:
     # The folder's scenario.yaml must reload to the scenario that ran, and name
     # its trace relative to itself: an absolute path would carry this machine's
     # layout into committed results and break on any other checkout.
-    import yaml
-
-    from redsim.config import load_scenario, scenario_hash
-
     r = runs["get-cache-data"]
     folder = r.save(tmp_path / "deep" / "run", plots=False)
     written = yaml.safe_load((folder / "scenario.yaml").read_text())["clients"][0]["trace"]
