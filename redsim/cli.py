@@ -89,7 +89,8 @@ def _load(args) -> object:
     overrides = list(args.set or [])
     if getattr(args, "duration", None):
         overrides.append(f"duration={args.duration}")
-    return load_scenario(args.scenario, overrides=overrides)
+    return load_scenario(args.scenario, overrides=overrides,
+                         calibration=getattr(args, "calibration", None))
 
 
 def cmd_run(args) -> int:
@@ -112,6 +113,38 @@ def cmd_run(args) -> int:
     print(f"\n  wall time {wall:.1f} s, real-time factor {scenario.duration / wall:,.1f}")
     print(f"  run folder: {out}")
     return 0
+
+
+def cmd_calibrate(args) -> int:
+    from redsim.calibrate import ALL_PARTS, calibrate
+    from redsim.live.server import RedisNotFound
+
+    if not args.start and args.port is None:
+        raise _UsageError("give --port (and --host) of a server to measure, or --start to "
+                          "start a throw-away local redis-server")
+    parts = tuple(args.only.split(",")) if args.only else ALL_PARTS
+    if args.skip:
+        parts = tuple(p for p in parts if p not in args.skip.split(","))
+    print(f"redsim calibrate: measuring {', '.join(parts)} (about "
+          f"{_calibration_minutes(parts, args.reps):.0f} min); keys use the prefix "
+          "redsim:calib: and are deleted at the end")
+    try:
+        calibrate(Path(args.out), host=args.host, port=args.port, start=args.start,
+                  can_write=args.i_know_this_writes, parts=parts,
+                  commands=tuple(c.strip().upper() for c in args.commands.split(",")),
+                  reps=args.reps, data_dir=Path(args.data_dir) if args.data_dir else None)
+    except (RedisNotFound, PermissionError, ValueError) as exc:
+        raise _UsageError(str(exc)) from None
+    except OSError as exc:  # the server went away, refused, timed out
+        raise _UsageError(f"cannot measure {args.host}:{args.port}: {exc}") from None
+    return 0
+
+
+def _calibration_minutes(parts: tuple[str, ...], reps: int) -> float:
+    # Measured on the reference host (2-vCPU VM): seconds per part.
+    cost = {"cpu": 3.0 * reps + 2, "memory": 4, "clients": 10, "eviction": 12, "disk": 4,
+            "fork": 8}
+    return max(sum(cost[p] for p in parts) / 60, 1)
 
 
 def cmd_validate(args) -> int:
@@ -233,11 +266,35 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a field, e.g. server.hz=100 or clients.0.rate=30k/s")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.add_argument("--no-plots", action="store_true", help="skip overview.png")
+    r.add_argument("--calibration", metavar="FILE",
+                   help="a calibration file from `redsim calibrate` (its values fill "
+                        "engine/disk/host below the scenario's own keys)")
     r.set_defaults(func=cmd_run)
     v = sub.add_parser("validate", help="check a scenario file without running it")
     v.add_argument("scenario")
     v.add_argument("--set", action="append", metavar="KEY=VALUE")
+    v.add_argument("--calibration", metavar="FILE", help="as for run")
     v.set_defaults(func=cmd_validate)
+    c = sub.add_parser("calibrate", help="measure a live Redis and write a calibration file "
+                       "(a scenario fragment)")
+    c.add_argument("--host", default="127.0.0.1", help="server address (default 127.0.0.1)")
+    c.add_argument("--port", type=int, help="server port")
+    c.add_argument("--start", action="store_true",
+                   help="start a throw-away redis-server on 127.0.0.1 and a free port, "
+                        "stop it at the end")
+    c.add_argument("--out", default="calibration.yaml",
+                   help="calibration file to write (fsync.csv goes beside it)")
+    c.add_argument("--i-know-this-writes", action="store_true",
+                   help="allow writing keys (prefix redsim:calib:, deleted at the end), "
+                        "changing maxmemory and running BGSAVE on a server redsim did not start")
+    c.add_argument("--only", help="comma-separated parts: cpu,memory,clients,eviction,disk,fork")
+    c.add_argument("--skip", help="comma-separated parts to leave out")
+    c.add_argument("--commands", default="SET,GET",
+                   help="commands whose per-command cost is measured (default SET,GET)")
+    c.add_argument("--reps", type=int, default=3, help="repetitions of each CPU load")
+    c.add_argument("--data-dir", help="directory to probe fsync in (default: the "
+                   "server's dir, when it is on this machine)")
+    c.set_defaults(func=cmd_calibrate)
     sw = sub.add_parser("sweep", help="run every point x replication of a sweep file")
     _sweep_common(sw)
     sw.add_argument("--dry-run", action="store_true", help="list the points and stop")

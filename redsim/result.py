@@ -283,6 +283,8 @@ class Result:
             # and carries no machine's directory layout.
             if group.get("trace") is not None:
                 group["trace"] = os.path.relpath(group["trace"], out.resolve())
+        if resolved.get("calibration") is not None:
+            resolved["calibration"] = os.path.relpath(resolved["calibration"], out.resolve())
         (out / "scenario.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False))
         (out / "summary.json").write_text(json.dumps(_jsonable(self.summary), indent=2,
                                                      sort_keys=True) + "\n")

@@ -469,6 +469,88 @@ def _merge_redis_conf(data: dict[Any, Any], base: Path, ctx: _Context) -> None:
     data["server"] = merged
 
 
+CALIBRATION_SECTIONS = ("engine", "disk", "host")
+"""Scenario sections a calibration file (``redsim calibrate``) may fill."""
+
+
+def _deep_merge(low: dict[Any, Any], high: dict[Any, Any]) -> dict[Any, Any]:
+    """``low`` with ``high``'s keys on top, merging nested mappings."""
+    out = dict(low)
+    for key, value in high.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _resolve_sample_files(node: Any, base: Path) -> None:
+    """Make every ``samples: FILE`` path below ``node`` absolute (relative to ``base``)."""
+    if isinstance(node, dict):
+        if isinstance(node.get("samples"), str):
+            node["samples"] = str(_resolve(base, node["samples"]))
+        for value in node.values():
+            _resolve_sample_files(value, base)
+    elif isinstance(node, list):
+        for value in node:
+            _resolve_sample_files(value, base)
+
+
+def read_calibration(path: Path) -> tuple[dict[str, Any], dict[Path_, int]]:
+    """A calibration file's ``values`` (validated, sample paths absolute) and their
+    line numbers. Raises ScenarioError naming the calibration file and field."""
+    file = str(path)
+    data, lines = _read_yaml(_read_text(path), file)
+    if not isinstance(data, dict) or "redsim-calibration" not in data:
+        raise ScenarioError(file=file, expected="a calibration file written by "
+                            "`redsim calibrate` (a mapping with redsim-calibration: 1)",
+                            found="an empty file" if data is None else show(
+                                data if not isinstance(data, dict) else list(data)))
+    if data["redsim-calibration"] != 1:
+        raise ScenarioError(file=file, line=line_of(lines, ("redsim-calibration",)),
+                            location="redsim-calibration", expected="format 1",
+                            found=show(data["redsim-calibration"]))
+    values = data.get("values") or {}
+    if not isinstance(values, dict):
+        raise ScenarioError(file=file, line=line_of(lines, ("values",)), location="values",
+                            expected="a mapping of scenario sections", found=show(values))
+    for key in values:
+        if key not in CALIBRATION_SECTIONS:
+            raise ScenarioError(
+                file=file, line=line_of(lines, ("values", _norm_key(key))),
+                location=f"values.{key}",
+                expected="a section a calibration fills (" + ", ".join(CALIBRATION_SECTIONS)
+                + ")", found=show(key), hint=did_you_mean(str(key), CALIBRATION_SECTIONS))
+    values = copy.deepcopy(values)
+    _resolve_sample_files(values, path.parent)
+    own = {p[1:]: n for p, n in lines.items() if p[:1] == ("values",)}
+    try:
+        Scenario.model_validate(values)
+    except ValidationError as exc:
+        err = _from_validation_error(exc, _Context(file, own))
+        raise ScenarioError(file=file, line=err.line, location=f"values.{err.location}",
+                            expected=err.expected, found=err.found, hint=err.hint) from None
+    return values, own
+
+
+def _merge_calibration(data: dict[Any, Any], base: Path, ctx: _Context) -> None:
+    """Fill engine/disk/host from the calibration file; the scenario's own keys win."""
+    value = data.get("calibration")
+    if value is None:
+        return
+    if not isinstance(value, str) or not value.strip():
+        raise ctx.error(("calibration",), "the path of a calibration file", show(value))
+    path = _resolve(base, value)
+    values, _ = read_calibration(path)
+    data["calibration"] = str(path)
+    for section, fill in values.items():
+        own = data.get(section)
+        if own is None:
+            own = {}
+        if isinstance(own, dict):  # else the schema reports the scenario's own mistake
+            data[section] = _deep_merge(fill, own)
+
+
 def _resolve_traces(data: dict[Any, Any], base: Path) -> dict[int, str]:
     """Make trace paths absolute in place; return {group index: path as written}."""
     written: dict[int, str] = {}
@@ -507,6 +589,7 @@ def load_scenario(
     overrides: Iterable[str] = (),
     values: Iterable[tuple[str, Any, str]] = (),
     base_dir: str | os.PathLike[str] | None = None,
+    calibration: str | os.PathLike[str] | None = None,
 ) -> Scenario:
     """Load and validate a scenario from a YAML file path or a dict.
 
@@ -519,6 +602,9 @@ def load_scenario(
             "sweep axis ttl") names the setter in errors.
         base_dir: directory for relative `redis_conf`/`trace` paths (default: the
             scenario file's directory, or the working directory for a mapping).
+        calibration: a calibration file (``redsim calibrate``) to use instead of
+            the scenario's own ``calibration`` key. Its values fill the scenario's
+            engine/disk/host below the scenario's own keys and the overrides.
 
     Raises:
         ScenarioError: for any mistake in the file, its redis.conf or the overrides.
@@ -553,7 +639,10 @@ def load_scenario(
             raise ScenarioError(
                 file=file, location=f"{path} (set by {label})", expected=exc.expected,
                 found=exc.found) from None
+    if calibration is not None:
+        data["calibration"] = str(Path(calibration).resolve())
     _merge_redis_conf(data, base, ctx)
+    _merge_calibration(data, base, ctx)
     written = _resolve_traces(data, base)
     try:
         scenario = Scenario.model_validate(data)
@@ -604,7 +693,7 @@ def resolved_dict(scenario: Scenario) -> dict[str, Any]:
 
 def scenario_hash(scenario: Scenario) -> str:
     """sha256 hex digest of the canonical JSON of `resolved_dict(scenario)`, with
-    each trace path replaced by the sha256 of the file's bytes.
+    each trace path (and a calibration file's) replaced by the sha256 of the file's bytes.
 
     The resolved trace path is absolute, so hashing it would give the same
     scenario a different hash in every checkout (and make committed results look
@@ -614,6 +703,8 @@ def scenario_hash(scenario: Scenario) -> str:
     for group in data["clients"]:
         if group.get("trace") is not None:
             group["trace"] = "sha256:" + _file_sha256(group["trace"])
+    if data.get("calibration") is not None:  # its values are in the data already
+        data["calibration"] = "sha256:" + _file_sha256(data["calibration"])
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 

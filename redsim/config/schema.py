@@ -425,6 +425,11 @@ class Cpu(_Model):
 
     iteration: CostUs = 1.0
     """Per event-loop iteration: epoll_wait + beforeSleep fixed work, µs."""
+    wakeup: CostUs = 0.0
+    """Per iteration whose epoll_wait slept: the blocking call, the wake-up and the
+    caches gone cold after it, µs. What a lightly loaded server pays per request
+    (``redsim calibrate`` measures it from the main thread's voluntary context
+    switches)."""
     read: CostUs = 2.5
     """Per read() of a connection, incl. parsing what was read, µs."""
     read_per_byte: CostUs = 0.0002
@@ -922,6 +927,9 @@ class Scenario(_Model):
         serialization_alias="redis_conf",
     )
     """A redis.conf whose directives fill `server` (path as resolved by the loader)."""
+    calibration: str | None = None
+    """A calibration file from ``redsim calibrate`` whose values fill ``engine``,
+    ``disk`` and ``host`` below this file's own keys (path as resolved by the loader)."""
     server: Server = Field(default_factory=Server)
     engine: Engine = Field(default_factory=Engine)
     network: Network = Field(default_factory=Network)

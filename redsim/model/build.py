@@ -422,7 +422,7 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
     F[S.DT] = dt
     F[S.WARMUP] = scenario.warmup
     F[S.RTT_HALF] = scenario.network.rtt / 2.0
-    for idx, v in ((S.C_ITER, cpu.iteration), (S.C_READ, cpu.read),
+    for idx, v in ((S.C_ITER, cpu.iteration), (S.C_WAKE, cpu.wakeup), (S.C_READ, cpu.read),
                    (S.C_READ_B, cpu.read_per_byte), (S.C_WRITE, cpu.write),
                    (S.C_WRITE_B, cpu.write_per_byte), (S.C_ACCEPT, cpu.accept),
                    (S.C_CLOSE, cpu.close), (S.C_CRON, cpu.cron),

@@ -87,6 +87,7 @@ from redsim.model.state import (
     C_ITER,
     C_READ,
     C_READ_B,
+    C_WAKE,
     C_WRITE,
     C_WRITE_B,
     CONNECTED,
@@ -558,6 +559,9 @@ def run(world, t_stop):
                 F[T] = wake
                 if not cron_first:
                     return RET_STOP
+            # epoll_wait blocked and returned: the sleep, the wake-up and the
+            # caches gone cold cost the thread this much (engine.cpu.wakeup).
+            busy(w, W_CPU_ITERATION, F[C_WAKE])
         snapshot_gauges(w, F[T])
         # File events: the connections ready at this poll, in readiness order.
         if I[PENDING_CLOSE] > 0:

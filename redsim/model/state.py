@@ -43,7 +43,8 @@ import numpy as np
  CHILD_END,  # when the child exits (known once its last chunk is queued); inf before
  T_LASTSAVE, T_LAST_BGSAVE_TRY, T_FORK, LATEST_FORK,
  COW_CPU,  # copy-on-write fault time accumulated by the command being run, s
- N_F) = range(56)
+ C_WAKE,  # an epoll_wait that slept: the block, the wake-up and the cold caches after, s
+ N_F) = range(57)
 
 # ---- I: integer scalars -----------------------------------------------------
 (PHASE, HEAP_N, SEQ, CONNECTED, HZ_CONF, HZ, DYN_HZ, BATCHING, DIST_EXP,

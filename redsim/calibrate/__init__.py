@@ -1,0 +1,173 @@
+"""``redsim calibrate``: measure a live Redis and write a scenario fragment.
+
+``calibrate()`` runs the measurements of ``measure.py`` against a server — one
+the user names (read-only figures unless ``can_write``) or a throw-away local
+one it starts itself — and writes a calibration file (``fragment.py``) that a
+scenario takes with ``calibration: FILE``. Keys it writes carry a prefix and
+are deleted at the end, whatever happens; configuration it changes is put back.
+
+Depends on the model's configuration layer, never the reverse.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import shlex
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from redsim.calibrate import fragment, measure
+from redsim.live import load
+from redsim.live.server import RedisServer
+
+ALL_PARTS = ("cpu", "memory", "clients", "eviction", "disk", "fork")
+WRITE_PARTS = {"eviction", "fork"}
+"""Parts that change the server's configuration or write files on its side."""
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def host_description() -> dict[str, Any]:
+    """The machine calibration ran on (the client side; for a local server, its host)."""
+    return {"cpu": _cpu_model(), "cores": os.cpu_count(), "os": platform.platform()}
+
+
+def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
+              start: bool = False, can_write: bool = False,
+              parts: tuple[str, ...] = ALL_PARTS, commands: tuple[str, ...] = ("SET", "GET"),
+              reps: int = 3, data_dir: Path | None = None,
+              say: Callable[[str], None] = print) -> dict[str, Any]:
+    """Measure a server and write the calibration file ``out`` (and ``fsync.csv``
+    beside it). Returns the calibration document.
+
+    Args:
+        start: start a throw-away local redis-server (and stop it at the end);
+            otherwise connect to host:port.
+        can_write: allowed to write keys (always with the calibration prefix) to a
+            server this call did not start; eviction and fork need it too.
+        parts: which measurements to make (``ALL_PARTS``).
+        commands: commands whose per-command cost is measured.
+        reps: repetitions of each CPU load.
+        data_dir: where to probe fsync (default: the server's ``dir`` when local).
+    """
+    unknown = sorted(set(parts) - set(ALL_PARTS))
+    if unknown:
+        raise ValueError(f"unknown calibration part(s) {unknown}; known: {', '.join(ALL_PARTS)}")
+    bad_cmd = sorted(set(commands) - set(measure.BENCH_COMMANDS))
+    if bad_cmd:
+        raise ValueError(f"no benchmark load for {bad_cmd}; known: "
+                         f"{', '.join(measure.BENCH_COMMANDS)}")
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    server = RedisServer(config={"enable-debug-command": "local"}) if start else None
+    t0 = time.monotonic()
+    try:
+        if server is not None:
+            server.start()
+            say(f"started redis-server {server.version()} on 127.0.0.1:{server.port} "
+                f"(pid {server.pid}, dir {server.dir})")
+            host, port = server.host, server.port
+            can_write = True
+        if port is None:
+            raise ValueError("a port is needed (or start a server with start=True)")
+        target = measure.Target.connect(host, port, can_write=can_write, say=say)
+        if data_dir is not None:
+            target.data_dir = Path(data_dir)
+        return _run(target, out, parts, commands, reps, t0, started=server is not None)
+    finally:
+        if server is not None:
+            pid = server.pid
+            server.stop()
+            say(f"stopped redis-server (pid {pid}); its folder is removed")
+
+
+def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[str, ...],
+         reps: int, t0: float, started: bool) -> dict[str, Any]:
+    info = t.client.info("server")
+    if not t.can_write:
+        blocked = [p for p in parts if p in WRITE_PARTS or p in ("cpu", "memory")]
+        if blocked:
+            raise PermissionError(
+                f"calibrating {', '.join(blocked)} writes keys (prefix {load.PREFIX}) or "
+                "changes the configuration of a server redsim did not start: pass "
+                "--i-know-this-writes, or --start to calibrate a throw-away local server")
+    ms: list[measure.Measurement] = []
+    extra: dict[str, Any] = {}
+    csv_path: Path | None = None
+    try:
+        if "cpu" in parts:
+            ms += measure.measure_cpu(t, list(commands), reps=reps)
+        if "memory" in parts:
+            ms += measure.measure_key_memory(t)
+            quantum = _allocator_quantum(t)
+            if quantum:
+                extra["engine.allocator-quantum"] = quantum
+        if "clients" in parts:
+            ms += measure.measure_client_memory(t)
+        if "eviction" in parts:
+            ms += measure.measure_eviction(t)
+        if "disk" in parts:
+            if t.data_dir is None:
+                t.say("disk: skipped (the server's dir is not on this machine; "
+                      "give --data-dir)")
+            else:
+                disk_ms, csv_path = measure.measure_disk(t, t.data_dir, out.parent)
+                ms += disk_ms
+                extra["disk.fsync"] = {"distribution": "empirical",
+                                       "samples": os.path.relpath(csv_path, out.parent)}
+        if "fork" in parts:
+            ms += measure.measure_fork(t)
+    finally:
+        if t.can_write:
+            n = load.delete_prefix(t.client)
+            if n:
+                t.say(f"deleted {n} calibration key(s) ({load.PREFIX}*)")
+    made = {
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "command": "redsim calibrate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+        if sys.argv[1:2] == ["calibrate"] else "redsim.calibrate.calibrate()",
+        "duration_s": round(time.monotonic() - t0, 1),
+        "server": {"redis_version": info.get("redis_version"),
+                   "mem_allocator": info.get("mem_allocator"
+                                             ) or t.client.info("memory").get("mem_allocator"),
+                   "started_by_redsim": started,
+                   "address": f"{t.host}:{t.port}"},
+        "host": host_description(),
+    }
+    doc = fragment.build(ms, made, extra)
+    fragment.write(doc, out)
+    t.say(f"wrote {out}" + (f" and {csv_path}" if csv_path else "")
+          + f" in {made['duration_s']:.0f} s")
+    return doc
+
+
+def _allocator_quantum(t: measure.Target) -> int | None:
+    """8 or 16: jemalloc's quantum, from ``MEMORY MALLOC-STATS`` (reference §3.3)."""
+    try:
+        text = t.client.execute_command("MEMORY", "MALLOC-STATS")
+    except Exception:  # noqa: BLE001 - not every build answers it
+        return None
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    for line in str(text).splitlines():
+        if line.strip().lower().startswith("quantum size:"):
+            try:
+                q = int(line.split(":", 1)[1].strip())
+            except ValueError:
+                return None
+            return q if q in (8, 16) else None
+    return None

@@ -1,0 +1,77 @@
+"""A calibration file: what ``redsim calibrate`` measured, as a scenario fragment.
+
+The file is YAML with three parts::
+
+    redsim-calibration: 1
+    made: {date: ..., command: ..., server: {redis_version: 7.0.15, ...}}
+    values:                       # a scenario fragment: engine / disk / host keys
+      engine: {allocator-quantum: 16, cpu: {read: 2.6us, ...}}
+      disk: {fsync: {distribution: empirical, samples: fsync.csv}, write-bandwidth: ...}
+      host: {fork-fixed: ..., fork-per-gb: ...}
+    measurements:                 # every figure, its spread and how it was measured
+      - {name: cpu.read, value: 2.6, unit: us, spread: 0.1, n: 3, method: ..., field: ...}
+
+A scenario takes it with ``calibration: FILE`` (or ``redsim run --calibration
+FILE``): ``values`` fill the scenario's ``engine``, ``disk`` and ``host``
+sections, below the scenario's own keys (those win). Relative paths inside it
+(``samples: fsync.csv``) are relative to the calibration file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+FORMAT = 1
+SECTIONS = ("engine", "disk", "host")
+"""The scenario sections a calibration may fill."""
+
+_UNIT_SUFFIX = {"us": "us", "bytes": "", "bytes/s": "", "1/s": "", "-": ""}
+
+
+def _yaml_value(value: float, unit: str) -> Any:
+    if unit == "s":
+        return f"{value * 1e3:.4g}ms"
+    if unit == "us":
+        return f"{value:.4g}us"
+    if unit in ("bytes", "bytes/s", "1/s"):
+        return float(f"{value:.4g}")
+    return value
+
+
+def set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    """Set ``tree[a][b][c] = value`` for ``dotted = "a.b.c"``, making the levels."""
+    *parents, leaf = dotted.split(".")
+    node = tree
+    for key in parents:
+        node = node.setdefault(key, {})
+    node[leaf] = value
+
+
+def build(measurements: list[Any], made: dict[str, Any],
+          extra_values: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The calibration document from ``Measurement`` records (those with a field
+    fill ``values``) and ``extra_values`` (dotted path → YAML value)."""
+    values: dict[str, Any] = {}
+    for m in measurements:
+        if m.field:
+            set_dotted(values, m.field, _yaml_value(m.value, m.unit))
+    for path, v in (extra_values or {}).items():
+        set_dotted(values, path, v)
+    return {"redsim-calibration": FORMAT, "made": made, "values": values,
+            "measurements": [m.as_dict() for m in measurements]}
+
+
+def write(doc: dict[str, Any], path: Path) -> None:
+    """Write the calibration document with a header comment saying how to use it."""
+    head = ("# A redsim calibration, made by `redsim calibrate`.\n"
+            "# Use it from a scenario with `calibration: " + path.name + "`, or\n"
+            "# `redsim run SCENARIO --calibration " + path.name + "`. `values` fill the\n"
+            "# scenario's engine/disk/host (the scenario's own keys win);\n"
+            "# `measurements` say how each figure was measured.\n")
+    text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(head + text)
+    tmp.replace(path)

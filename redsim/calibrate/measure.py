@@ -1,0 +1,459 @@
+"""The measurements ``redsim calibrate`` makes on a live server.
+
+Each function drives one bounded load against a ``Target`` and returns
+``Measurement`` records: the value, its spread over repetitions, the scenario
+field it fills (if any) and, in words, how it was measured. Everything reads
+differences of INFO snapshots (``live.probe``); nothing resets a server's
+statistics. Keys carry ``live.load.PREFIX`` and are deleted by the caller.
+
+What changes a server's configuration (``maxmemory`` for the eviction load,
+``BGSAVE`` for the fork) runs only on a server calibration may write to, and
+the original configuration is put back in a ``finally``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from redsim.calibrate import solver
+from redsim.live import load
+from redsim.live.probe import Delta, local_pid, snapshot
+
+
+@dataclass
+class Target:
+    """A server to calibrate against.
+
+    Attributes:
+        client: a redis-py client.
+        host, port: where it listens.
+        pid: its PID when it runs on this machine (for context switches), else None.
+        can_write: calibration may write keys and change configuration.
+        data_dir: where its RDB/AOF files go, when readable here (fsync probe).
+        say: progress messages go here.
+    """
+
+    client: Any
+    host: str
+    port: int
+    pid: int | None
+    can_write: bool
+    data_dir: Path | None
+    say: Callable[[str], None] = print
+
+    @classmethod
+    def connect(cls, host: str, port: int, *, can_write: bool,
+                say: Callable[[str], None] = print) -> Target:
+        import redis
+
+        client = redis.Redis(host=host, port=port, socket_timeout=120)
+        client.ping()
+        pid = local_pid(client, host)
+        data_dir = None
+        if pid is not None:
+            d = Path(client.config_get("dir").get("dir", ""))
+            if d.is_dir() and os.access(d, os.W_OK):
+                data_dir = d
+        return cls(client, host, port, pid, can_write, data_dir, say)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One calibrated figure.
+
+    Attributes:
+        name: what it is, e.g. ``cpu.io_per_request``.
+        value: the figure (mean over repetitions), in ``unit``.
+        unit: ``us``, ``bytes``, ``s``, ``bytes/s``, ``1/s`` or ``-``.
+        spread: sample standard deviation over repetitions (0 for one).
+        n: repetitions (or samples).
+        method: how it was measured, in words.
+        field: the scenario field it fills (dotted path), or None (evidence only).
+    """
+
+    name: str
+    value: float
+    unit: str
+    spread: float
+    n: int
+    method: str
+    field: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "value": _round(self.value),
+                               "unit": self.unit, "spread": _round(self.spread),
+                               "n": self.n, "method": self.method}
+        if self.field:
+            out["field"] = self.field
+        return out
+
+
+def _round(v: float) -> float:
+    return float(f"{v:.4g}") if math.isfinite(v) else v
+
+
+# ---- main-thread CPU per request ---------------------------------------------
+
+# redis-benchmark command lines for the commands the model knows; K is a key
+# with the calibration prefix and a random number, V a value.
+_K = load.key_pattern()
+BENCH_COMMANDS: dict[str, list[str]] = {
+    "SET": ["SET", _K, "V"], "GET": ["GET", _K], "SETEX": ["SETEX", _K, "3600", "V"],
+    "INCR": ["INCR", _K], "DECR": ["DECR", _K], "EXISTS": ["EXISTS", _K],
+    "DEL": ["DEL", _K], "UNLINK": ["UNLINK", _K], "EXPIRE": ["EXPIRE", _K, "3600"],
+    "SADD": ["SADD", load.PREFIX + "set", "__rand_int__"],
+    "SCARD": ["SCARD", load.PREFIX + "set"],
+    "LPUSH": ["LPUSH", load.PREFIX + "list", "V"], "RPUSH": ["RPUSH", load.PREFIX + "list", "V"],
+    "LPOP": ["LPOP", load.PREFIX + "list"], "RPOP": ["RPOP", load.PREFIX + "list"],
+    "HSET": ["HSET", load.PREFIX + "hash", "f__rand_int__", "V"],
+    "HGET": ["HGET", load.PREFIX + "hash", "f__rand_int__"],
+    "ZADD": ["ZADD", load.PREFIX + "zset", "__rand_int__", "m__rand_int__"],
+    "PING": ["PING"],
+}
+
+
+@dataclass(frozen=True)
+class CpuLoad:
+    """A redis-benchmark load for the CPU fit: connections, pipeline, requests."""
+
+    clients: int
+    pipeline: int
+    requests: int
+
+
+# The fit's loads: a saturated pipelined load (no sleeps), the issue's P = 1
+# load, and a lone client (one sleep per request), plus a lone pipelined
+# client as a fourth point that checks the fit (its residual is reported).
+FIT_LOADS = (CpuLoad(50, 1, 100_000), CpuLoad(50, 16, 600_000), CpuLoad(1, 1, 20_000),
+             CpuLoad(1, 16, 100_000))
+
+
+def _bench_args(command: str, value_size: int) -> list[str]:
+    args = list(BENCH_COMMANDS[command])
+    return ["x" * value_size if a == "V" else a for a in args]
+
+
+def cpu_point(t: Target, command: str, ld: CpuLoad, value_size: int = 3,
+              keyspace: int = 100_000) -> tuple[solver.CpuPoint, load.BenchResult]:
+    """Main-thread CPU (and sleeps) per ``command`` under one redis-benchmark load."""
+    a = snapshot(t.client, t.pid)
+    bench = load.redis_benchmark(t.host, t.port, _bench_args(command, value_size),
+                                 clients=ld.clients, pipeline=ld.pipeline,
+                                 requests=ld.requests, keyspace=keyspace)
+    b = snapshot(t.client, t.pid)
+    d = Delta(a, b)
+    calls = d.calls(command)
+    if calls < ld.requests * 0.99:
+        raise RuntimeError(f"{command}: INFO counted {calls} calls for {ld.requests} requests")
+    foreign = d.commands - calls - 1  # the INFO of the second snapshot
+    if foreign > 0.01 * calls:
+        t.say(f"  warning: {foreign} other commands ran during the {command} load; "
+              "its CPU figure includes them")
+    sleeps = d.sleeps / calls if d.sleeps is not None else None
+    return solver.CpuPoint(ld.clients, ld.pipeline, d.cpu_s / calls * 1e6, sleeps), bench
+
+
+def _mean_point(pts: list[solver.CpuPoint]) -> solver.CpuPoint:
+    s = [p.sleeps_per_request for p in pts]
+    return solver.CpuPoint(pts[0].clients, pts[0].pipeline,
+                           statistics.fmean(p.us_per_request for p in pts),
+                           None if None in s else statistics.fmean(s))  # type: ignore[arg-type]
+
+
+READ_SHARE = 0.4
+"""Share of the per-request I/O cost given to ``read`` (the rest to ``write``).
+
+CPU time alone cannot tell the read from the reply write (both happen once per
+request batch); on loopback a reply ``write()`` also runs the receiver's TCP
+input path, so it is the larger. The split matters only for loads whose reads
+and writes are not one-to-one (big replies, partial reads)."""
+
+
+def measure_cpu(t: Target, commands: list[str], reps: int = 3,
+                loads: tuple[CpuLoad, ...] = FIT_LOADS) -> list[Measurement]:
+    """The per-request I/O, per-command and sleeping-iteration costs (µs)."""
+    t.say(f"CPU: {len(loads)} SET loads x {reps} repetitions, then "
+          f"{len(commands)} command(s) at pipeline 16")
+    fits: list[solver.RequestCosts] = []
+    per_load: dict[CpuLoad, list[solver.CpuPoint]] = {ld: [] for ld in loads}
+    for _ in range(reps):
+        pts = []
+        for ld in loads:
+            p, _ = cpu_point(t, "SET", ld)
+            per_load[ld].append(p)
+            pts.append(p)
+        fits.append(solver.fit_request_costs(pts))
+    mean = solver.fit_request_costs([_mean_point(v) for v in per_load.values()])
+    how = ("redis-benchmark SET (3-byte values) at " + ", ".join(
+        f"c={ld.clients} P={ld.pipeline}" for ld in loads)
+        + f", {reps} repetitions; main-thread CPU (used_cpu_*_main_thread) per SET, "
+        "epoll sleeps from the main thread's voluntary context switches; least squares "
+        f"y = a/P + b + W*s (largest residual {mean.max_rel_residual:.0%})")
+    out = [
+        Measurement("cpu.io_per_request", mean.io_us, "us",
+                    solver.spread([f.io_us for f in fits]), reps, how),
+        Measurement("cpu.read", mean.io_us * READ_SHARE, "us",
+                    solver.spread([f.io_us for f in fits]) * READ_SHARE, reps,
+                    f"{READ_SHARE:.0%} of the I/O cost a (assumed split)", "engine.cpu.read"),
+        Measurement("cpu.write", mean.io_us * (1 - READ_SHARE), "us",
+                    solver.spread([f.io_us for f in fits]) * (1 - READ_SHARE), reps,
+                    f"{1 - READ_SHARE:.0%} of the I/O cost a (assumed split)",
+                    "engine.cpu.write"),
+    ]
+    if not math.isnan(mean.wake_us):
+        out.append(Measurement(
+            "cpu.wakeup", max(mean.wake_us - 1.0, 0.0), "us",
+            solver.spread([f.wake_us for f in fits]), reps,
+            "W minus engine.cpu.iteration (1 us): " + how, "engine.cpu.wakeup"))
+    for ld, pts in per_load.items():
+        m = _mean_point(pts)
+        out.append(Measurement(
+            f"cpu.set_c{ld.clients}_p{ld.pipeline}", m.us_per_request, "us",
+            solver.spread([p.us_per_request for p in pts]), reps,
+            f"main-thread CPU per SET, redis-benchmark -c {ld.clients} -P {ld.pipeline}"
+            + (f"; {m.sleeps_per_request:.3f} epoll sleeps per SET"
+               if m.sleeps_per_request is not None else "")))
+    sat = CpuLoad(50, 16, 300_000)
+    for cmd in commands:
+        vals, procs = [], []
+        for _ in range(reps):
+            a = snapshot(t.client)
+            p, _ = cpu_point(t, cmd, sat, keyspace=10_000)
+            b = snapshot(t.client)
+            d = Delta(a, b)
+            procs.append(d.usec(cmd) / max(d.calls(cmd), 1))
+            vals.append(solver.command_cost(p.us_per_request, sat.pipeline, mean.io_us,
+                                            p.sleeps_per_request or 0.0, mean.wake_us))
+        out.append(Measurement(
+            f"cpu.command.{cmd}", statistics.fmean(vals), "us", solver.spread(vals), reps,
+            f"main-thread CPU per {cmd} at redis-benchmark -c 50 -P 16 minus a/16 "
+            f"(INFO commandstats usec_per_call, the procedure alone: "
+            f"{statistics.fmean(procs):.2f} us)", f"engine.cpu.commands.{cmd}.fixed"))
+    return out
+
+
+# ---- memory ----------------------------------------------------------------------
+
+
+def measure_key_memory(t: Target, value_sizes: tuple[int, ...] = (3, 100, 1000),
+                       n: int = 100_000) -> list[Measurement]:
+    """Bytes per key (``used_memory`` delta over ``n`` SETs) at each value size."""
+    out = []
+    t.say(f"memory per key: {n:,} keys at value sizes {', '.join(map(str, value_sizes))} B")
+    for size in value_sizes:
+        load.delete_prefix(t.client)
+        before = t.client.info("memory")["used_memory"]
+        load.fill(t.client, n, size)
+        after = t.client.info("memory")["used_memory"]
+        out.append(Measurement(
+            f"memory.key_v{size}", (after - before) / n, "bytes", 0.0, 1,
+            f"used_memory delta over {n:,} SETs of {len(load.PREFIX) + 12}-byte keys and "
+            f"{size}-byte values into an empty calibration prefix (includes the "
+            "dict's bucket array)"))
+    load.delete_prefix(t.client)
+    return out
+
+
+def measure_client_memory(t: Target, n: int = 200) -> list[Measurement]:
+    """``mem_clients_normal`` per connection: fresh, right after a request, idle."""
+    t.say(f"memory per connection: {n} connections, ~10 s")
+    out = []
+
+    def per_conn(base: int) -> float:
+        return (t.client.info("memory")["mem_clients_normal"] - base) / n
+
+    base = t.client.info("memory")["mem_clients_normal"]
+    with load.Connections(t.host, t.port, n) as conns:
+        time.sleep(1.5)  # clientsCron visits each client about once a second
+        fresh = per_conn(base)
+        conns.request_all([load.resp("PING")])
+        time.sleep(1.2)
+        busy = per_conn(base)
+        time.sleep(6.0)  # past 2 s idle (query buffer) and 5 s (reply-buffer peak)
+        idle = per_conn(base)
+    for name, v, how in (("fresh", fresh, "1.5 s after connecting"),
+                         ("after_request", busy, "1.2 s after one PING each"),
+                         ("idle", idle, "7.2 s after that PING")):
+        out.append(Measurement(f"memory.client_{name}", v, "bytes", 0.0, n,
+                               f"mem_clients_normal delta / {n} connections, {how}"))
+    return out
+
+
+# ---- eviction ----------------------------------------------------------------------
+
+
+def measure_eviction(t: Target, reps: int = 2, base_keys: int = 300_000,
+                     requests: int = 100_000) -> list[Measurement]:
+    """Main-thread µs per evicted key (allkeys-lru, 100-byte values).
+
+    Both loads SET new keys into a dict already sized for them (``base_keys``
+    keys first: 524,288 buckets hold base + requests keys with no rehash), so
+    they differ only in the eviction: the first with ``maxmemory 0``, the
+    second with ``maxmemory`` at the memory then used, where every new key
+    evicts about one.
+    """
+    t.say(f"eviction: {base_keys:,} keys, then {requests:,} new-key SETs without and with "
+          f"maxmemory, x {reps}")
+    cfg = {k: t.client.config_get(k)[k] for k in ("maxmemory", "maxmemory-policy")}
+    ld = CpuLoad(50, 1, requests)
+    costs, with_us, without_us, per_set = [], [], [], []
+    try:
+        for _ in range(reps):
+            load.delete_prefix(t.client)
+            t.client.config_set("maxmemory", 0)
+            load.fill(t.client, base_keys, 100)
+            p0, _ = cpu_point(t, "SET", ld, value_size=100, keyspace=100_000_000)
+            t.client.config_set("maxmemory-policy", "allkeys-lru")
+            t.client.config_set("maxmemory", int(t.client.info("memory")["used_memory"]))
+            a = snapshot(t.client)
+            p1, _ = cpu_point(t, "SET", ld, value_size=100, keyspace=100_000_000)
+            b = snapshot(t.client)
+            evicted = Delta(a, b).field("evicted_keys") / ld.requests
+            t.client.config_set("maxmemory", cfg["maxmemory"])
+            costs.append(solver.eviction_cost(p1.us_per_request, p0.us_per_request, evicted))
+            with_us.append(p1.us_per_request)
+            without_us.append(p0.us_per_request)
+            per_set.append(evicted)
+    finally:
+        for k, v in cfg.items():
+            t.client.config_set(k, v)
+        load.delete_prefix(t.client)
+    per_key = statistics.fmean(costs)
+    how = (f"redis-benchmark SET of new 100-byte keys (-c 50 -P 1) after {base_keys:,} keys, "
+           "with maxmemory 0, then with maxmemory at the used memory (allkeys-lru): extra "
+           f"main-thread CPU per SET over evicted keys per SET ({statistics.fmean(per_set):.2f}); "
+           f"{statistics.fmean(with_us):.2f} vs {statistics.fmean(without_us):.2f} us per SET")
+    out = [Measurement("cpu.eviction_per_key", per_key, "us", solver.spread(costs), reps, how)]
+    # The model charges a call over the limit eviction-check, and each evicted
+    # key maxmemory-samples (5) x eviction-sample + eviction-delete; CPU alone
+    # cannot split them, so the measured total keeps the defaults' proportions.
+    parts = solver.split_eviction(per_key)
+    for name, value in parts.items():
+        out.append(Measurement(f"cpu.{name}", value, "us", solver.spread(costs) * value / per_key,
+                               reps, "the per-key total split as the defaults are ("
+                               + ", ".join(f"{k} {v:g} us" for k, v in
+                                           solver.eviction_defaults().items()) + ")",
+                               "engine.cpu." + name.replace("_", "-")))
+    return out
+
+
+# ---- the disk ------------------------------------------------------------------------
+
+
+def probe_fsync(directory: Path, *, samples: int = 200, max_s: float = 10.0,
+                block: int = 4096) -> list[float]:
+    """fdatasync latencies (s) of ``block``-byte appends to a file in ``directory``,
+    as Redis's AOF does: append, then fdatasync; at most ``samples`` or ``max_s``."""
+    fd, path = tempfile.mkstemp(prefix="redsim-fsync-", dir=directory)
+    out: list[float] = []
+    data = b"x" * block
+    try:
+        t_end = time.monotonic() + max_s
+        while len(out) < samples and time.monotonic() < t_end:
+            os.write(fd, data)
+            t0 = time.perf_counter()
+            os.fdatasync(fd)
+            out.append(time.perf_counter() - t0)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    return out
+
+
+def probe_write_bandwidth(directory: Path, total: int = 64 << 20, chunk: int = 4 << 20) -> float:
+    """Sequential write bandwidth (bytes/s): ``total`` bytes in ``chunk`` writes, each
+    followed by fdatasync as the fork child does (4 MB chunks in 7.x)."""
+    fd, path = tempfile.mkstemp(prefix="redsim-bw-", dir=directory)
+    data = os.urandom(chunk)
+    try:
+        t0 = time.perf_counter()
+        for _ in range(total // chunk):
+            os.write(fd, data)
+            os.fdatasync(fd)
+        return total / (time.perf_counter() - t0)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+
+
+def measure_disk(t: Target, directory: Path, out_dir: Path, *, samples: int = 200
+                 ) -> tuple[list[Measurement], Path]:
+    """fsync latency samples (written to ``out_dir/fsync.csv``) and write bandwidth."""
+    t.say(f"disk: fdatasync of 4 KB appends in {directory} (up to {samples} or 10 s), "
+          "then 64 MB of sequential writes")
+    lat = probe_fsync(directory, samples=samples)
+    bw = probe_write_bandwidth(directory)
+    csv_path = out_dir / "fsync.csv"
+    csv_path.write_text("fdatasync_s\n" + "".join(f"{v:.9f}\n" for v in lat))
+    q = solver.quantiles(lat)
+    how = (f"{len(lat)} x (write 4 KB + fdatasync) to a file in {directory}: "
+           + ", ".join(f"p{int(p * 100)} {v * 1e3:.3f} ms" for p, v in q.items()))
+    return [Measurement("disk.fsync_median", q[0.5], "s", solver.spread(lat), len(lat), how),
+            Measurement("disk.write_bandwidth", bw, "bytes/s", 0.0, 1,
+                        f"64 MB in 4 MB writes, each followed by fdatasync, to {directory}",
+                        "disk.write-bandwidth")], csv_path
+
+
+# ---- fork ----------------------------------------------------------------------------
+
+
+def _bgsave(t: Target) -> tuple[float, float, float]:
+    """BGSAVE and wait: (fork s, RSS bytes at the fork, child wall time s)."""
+    rss = float(t.client.info("memory")["used_memory_rss"])
+    t0 = time.monotonic()
+    t.client.bgsave()
+    while True:
+        time.sleep(0.01)
+        p = t.client.info("persistence")
+        if not p["rdb_bgsave_in_progress"]:
+            break
+        if time.monotonic() - t0 > 120:
+            raise RuntimeError("BGSAVE did not finish within 120 s")
+    if p.get("rdb_last_bgsave_status") != "ok":
+        raise RuntimeError("BGSAVE failed (see the server's log)")
+    fork_s = float(t.client.info("stats")["latest_fork_usec"]) * 1e-6
+    return fork_s, rss, time.monotonic() - t0 - fork_s
+
+
+def measure_fork(t: Target, sizes_mb: tuple[int, ...] = (100, 400), reps: int = 2,
+                 value_size: int = 1000) -> list[Measurement]:
+    """fork() time vs RSS (BGSAVE at two dataset sizes) and the child's keys/s."""
+    t.say(f"fork: BGSAVE at {' and '.join(f'{s} MB' for s in sizes_mb)} of data")
+    rss, forks, rates = [], [], []
+    try:
+        load.delete_prefix(t.client)
+        have = 0
+        for mb in sizes_mb:
+            n = mb * 1_000_000 // (value_size + 100)
+            load.fill(t.client, n - have, value_size, start=have)
+            have = n
+            for _ in range(reps):
+                f, r, child = _bgsave(t)
+                forks.append(f)
+                rss.append(r)
+                rates.append(n / child if child > 0 else math.nan)
+    finally:
+        load.delete_prefix(t.client)
+    fixed, per_gb = solver.fork_cost(rss, forks)
+    how = ("BGSAVE with " + ", ".join(f"{r / 1e6:.0f} MB RSS: {f * 1e3:.2f} ms"
+                                      for r, f in zip(rss, forks, strict=True))
+           + " (latest_fork_usec); line through (RSS, fork time)")
+    rate = statistics.fmean([r for r in rates if math.isfinite(r)])
+    return [
+        Measurement("fork.fixed", fixed, "s", 0.0, len(forks), how, "host.fork-fixed"),
+        Measurement("fork.per_gb", per_gb, "s", 0.0, len(forks), how, "host.fork-per-gb"),
+        Measurement("fork.child_keys_per_sec", rate, "1/s", solver.spread(rates), len(rates),
+                    f"keys / (BGSAVE wall time - fork time) for {value_size}-byte values, "
+                    "including the RDB file's write and fsync", "host.child-keys-per-sec"),
+    ]
+
+
+__all__ = ["Measurement", "Target"]

@@ -1,0 +1,162 @@
+"""The arithmetic of a calibration: measured figures in, model parameters out.
+
+Pure functions with no server in sight, so each can be checked on synthetic
+snapshots whose answer is known.
+
+Main-thread CPU per request. With a load of ``c`` connections each sending
+pipelines of ``P`` commands, the main thread spends per request (reference
+§6.2, extended with the wake-ups of a thread that sleeps in ``epoll_wait``)::
+
+    y = a / P + b + W · s
+
+- ``a``: one ``read()`` + one reply ``write()`` (+ parsing the read), µs —
+  what a pipeline shares;
+- ``b``: one command: lookup, ``processCommand``, the procedure, the reply, µs;
+- ``W``: one iteration whose ``epoll_wait`` slept (the block, the wake-up, the
+  caches gone cold), µs;
+- ``s``: such sleeps per request, measured from the main thread's voluntary
+  context switches (0 for a saturated server, 1 for a lone client at P = 1).
+
+Measured at three or more (P, s) points, (a, b, W) follow by least squares.
+Without switch counts (a remote server) only (a, b) are fitted, from points
+where the server is saturated enough that ``s`` ≈ 0 is stated as an assumption.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class CpuPoint:
+    """One measured load: main-thread CPU per request at (clients, pipeline).
+
+    Attributes:
+        clients: connections of the load.
+        pipeline: commands per request batch (redis-benchmark ``-P``).
+        us_per_request: main-thread CPU per command, µs.
+        sleeps_per_request: ``epoll_wait`` sleeps per command (None: unknown).
+    """
+
+    clients: int
+    pipeline: int
+    us_per_request: float
+    sleeps_per_request: float | None = None
+
+
+@dataclass(frozen=True)
+class RequestCosts:
+    """The fitted per-request model ``y = a/P + b + W·s`` (µs).
+
+    Attributes:
+        io_us: a, the read + write of one request batch.
+        command_us: b, one command.
+        wake_us: W, one sleeping ``epoll_wait`` (NaN when not fitted).
+        max_rel_residual: the largest |model − measured| / measured over the points.
+    """
+
+    io_us: float
+    command_us: float
+    wake_us: float
+    max_rel_residual: float
+
+    def predict(self, pipeline: int, sleeps_per_request: float = 0.0) -> float:
+        wake = 0.0 if math.isnan(self.wake_us) else self.wake_us * sleeps_per_request
+        return self.io_us / pipeline + self.command_us + wake
+
+
+def fit_request_costs(points: Sequence[CpuPoint]) -> RequestCosts:
+    """Least-squares fit of (a, b, W) to the points; (a, b) only when any point
+    lacks a sleep count. Needs two pipeline depths (and, for W, two sleep rates).
+
+    Raises:
+        ValueError: when the points cannot determine the parameters.
+    """
+    if len({p.pipeline for p in points}) < 2:
+        raise ValueError("the fit needs loads at two pipeline depths at least")
+    with_wake = all(p.sleeps_per_request is not None for p in points) and \
+        np.ptp([p.sleeps_per_request for p in points]) > 0.05
+    rows = [[1.0 / p.pipeline, 1.0] + ([p.sleeps_per_request] if with_wake else [])
+            for p in points]
+    A = np.array(rows, dtype=float)
+    y = np.array([p.us_per_request for p in points], dtype=float)
+    # Relative errors matter (a P=16 point is 10x smaller than a P=1 one).
+    wts = 1.0 / y
+    coef, *_ = np.linalg.lstsq(A * wts[:, None], y * wts, rcond=None)
+    if np.linalg.matrix_rank(A) < A.shape[1]:
+        raise ValueError("the loads do not separate the per-request parts")
+    pred = A @ coef
+    resid = float(np.max(np.abs(pred - y) / y))
+    return RequestCosts(io_us=float(coef[0]), command_us=float(coef[1]),
+                        wake_us=float(coef[2]) if with_wake else math.nan,
+                        max_rel_residual=resid)
+
+
+def command_cost(us_per_request: float, pipeline: int, io_us: float,
+                 sleeps_per_request: float = 0.0, wake_us: float = 0.0) -> float:
+    """b for one command from a pipelined load of it alone: y − a/P − W·s, µs."""
+    wake = 0.0 if math.isnan(wake_us) else wake_us * sleeps_per_request
+    return us_per_request - io_us / pipeline - wake
+
+
+def eviction_cost(us_with: float, us_without: float, evicted_per_request: float) -> float:
+    """Main-thread µs per evicted key: the extra CPU per request with eviction over
+    the keys each request evicts."""
+    if evicted_per_request <= 0:
+        raise ValueError("no key was evicted: the eviction load did not reach maxmemory")
+    return (us_with - us_without) / evicted_per_request
+
+
+def eviction_defaults() -> dict[str, float]:
+    """The model's default eviction costs, µs (``engine.cpu``): per call over the
+    limit, per sampled key, per evicted key."""
+    from redsim.config.schema import Cpu
+
+    return {k: float(Cpu.model_fields[k].default)
+            for k in ("eviction_check", "eviction_sample", "eviction_delete")}
+
+
+def split_eviction(per_key_us: float, samples: int = 5) -> dict[str, float]:
+    """Split a measured µs per evicted key (one key per call, ``samples`` sampled)
+    into the model's three eviction costs in the defaults' proportions."""
+    d = eviction_defaults()
+    total = d["eviction_check"] + samples * d["eviction_sample"] + d["eviction_delete"]
+    return {k: v * per_key_us / total for k, v in d.items()}
+
+
+def line_fit(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
+    """Intercept and slope of the least-squares line through (x, y)."""
+    if len(x) < 2 or float(np.ptp(np.asarray(x, float))) == 0.0:
+        raise ValueError("a line needs two different x values")
+    slope, intercept = np.polyfit(np.asarray(x, float), np.asarray(y, float), 1)
+    return float(intercept), float(slope)
+
+
+def fork_cost(rss_bytes: Sequence[float], fork_s: Sequence[float]) -> tuple[float, float]:
+    """``fork()`` = fixed + per_gb × RSS: returns (fixed s, s per GB of RSS).
+
+    A fixed part below zero (noise at small sizes) is clipped to 0 and the slope
+    refitted through the origin.
+    """
+    gb = [r / 1e9 for r in rss_bytes]
+    fixed, per_gb = line_fit(gb, fork_s)
+    if fixed < 0:
+        per_gb = float(np.dot(gb, fork_s) / np.dot(gb, gb))
+        fixed = 0.0
+    return fixed, per_gb
+
+
+def spread(values: Sequence[float]) -> float:
+    """Sample standard deviation (0 for one value)."""
+    return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+
+
+def quantiles(samples: Sequence[float], probs: Sequence[float] = (0.5, 0.9, 0.99, 1.0)
+              ) -> dict[float, float]:
+    """Empirical quantiles of ``samples`` (numpy's default linear interpolation)."""
+    arr = np.asarray(samples, float)
+    return {float(p): float(np.quantile(arr, p)) for p in probs}
