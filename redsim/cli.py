@@ -140,6 +140,18 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
+def cmd_validate_model(args) -> int:
+    from redsim.live.server import RedisNotFound
+    from redsim.validation import validate
+
+    try:
+        rows = validate(Path(args.out), quick=args.quick, calibrate=not args.defaults,
+                        only=tuple(args.only.split(",")) if args.only else ())
+    except (RedisNotFound, ValueError) as exc:
+        raise _UsageError(str(exc)) from None
+    return 0 if all(r.passed for r in rows) else 1
+
+
 def _calibration_minutes(parts: tuple[str, ...], reps: int) -> float:
     # Measured on the reference host (2-vCPU VM): seconds per part.
     cost = {"cpu": 3.0 * reps + 2, "memory": 4, "clients": 10, "eviction": 12, "disk": 4,
@@ -295,6 +307,15 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--data-dir", help="directory to probe fsync in (default: the "
                    "server's dir, when it is on this machine)")
     c.set_defaults(func=cmd_calibrate)
+    vm = sub.add_parser("validate-model", help="compare the model with a real redis-server "
+                        "it starts (calibrated on it, or with --defaults)")
+    vm.add_argument("--out", default="validation", help="folder for the table and figures")
+    vm.add_argument("--quick", action="store_true",
+                    help="the CPU and memory subset CI runs (< 3 min)")
+    vm.add_argument("--defaults", action="store_true",
+                    help="the model's defaults, not a calibration on the server")
+    vm.add_argument("--only", help="comma-separated experiment names")
+    vm.set_defaults(func=cmd_validate_model)
     sw = sub.add_parser("sweep", help="run every point x replication of a sweep file")
     _sweep_common(sw)
     sw.add_argument("--dry-run", action="store_true", help="list the points and stop")

@@ -141,6 +141,18 @@ def _bench_args(command: str, value_size: int) -> list[str]:
     return ["x" * value_size if a == "V" else a for a in args]
 
 
+def point_from_delta(d: Delta, command: str, clients: int, pipeline: int,
+                     requests: int) -> tuple[solver.CpuPoint, int]:
+    """The CPU point of one load from the INFO snapshots around it, and how many
+    other commands ran meanwhile (besides the second snapshot's INFO)."""
+    calls = d.calls(command)
+    if calls < requests * 0.99:
+        raise RuntimeError(f"{command}: INFO counted {calls} calls for {requests} requests")
+    sleeps = d.sleeps / calls if d.sleeps is not None else None
+    return (solver.CpuPoint(clients, pipeline, d.cpu_s / calls * 1e6, sleeps),
+            d.commands - calls - 1)
+
+
 def cpu_point(t: Target, command: str, ld: CpuLoad, value_size: int = 3,
               keyspace: int = 100_000) -> tuple[solver.CpuPoint, load.BenchResult]:
     """Main-thread CPU (and sleeps) per ``command`` under one redis-benchmark load."""
@@ -148,24 +160,21 @@ def cpu_point(t: Target, command: str, ld: CpuLoad, value_size: int = 3,
     bench = load.redis_benchmark(t.host, t.port, _bench_args(command, value_size),
                                  clients=ld.clients, pipeline=ld.pipeline,
                                  requests=ld.requests, keyspace=keyspace)
-    b = snapshot(t.client, t.pid)
-    d = Delta(a, b)
-    calls = d.calls(command)
-    if calls < ld.requests * 0.99:
-        raise RuntimeError(f"{command}: INFO counted {calls} calls for {ld.requests} requests")
-    foreign = d.commands - calls - 1  # the INFO of the second snapshot
-    if foreign > 0.01 * calls:
+    point, foreign = point_from_delta(Delta(a, snapshot(t.client, t.pid)), command,
+                                      ld.clients, ld.pipeline, ld.requests)
+    if foreign > 0.01 * ld.requests:
         t.say(f"  warning: {foreign} other commands ran during the {command} load; "
               "its CPU figure includes them")
-    sleeps = d.sleeps / calls if d.sleeps is not None else None
-    return solver.CpuPoint(ld.clients, ld.pipeline, d.cpu_s / calls * 1e6, sleeps), bench
+    return point, bench
 
 
-def _mean_point(pts: list[solver.CpuPoint]) -> solver.CpuPoint:
+def _median_point(pts: list[solver.CpuPoint]) -> solver.CpuPoint:
+    """The repetitions of one load, by their medians: a host that slows down for
+    one repetition (a VM's steal) moves the median less than the mean."""
     s = [p.sleeps_per_request for p in pts]
     return solver.CpuPoint(pts[0].clients, pts[0].pipeline,
-                           statistics.fmean(p.us_per_request for p in pts),
-                           None if None in s else statistics.fmean(s))  # type: ignore[arg-type]
+                           statistics.median(p.us_per_request for p in pts),
+                           None if None in s else statistics.median(s))  # type: ignore[arg-type]
 
 
 READ_SHARE = 0.4
@@ -191,7 +200,7 @@ def measure_cpu(t: Target, commands: list[str], reps: int = 3,
             per_load[ld].append(p)
             pts.append(p)
         fits.append(solver.fit_request_costs(pts))
-    mean = solver.fit_request_costs([_mean_point(v) for v in per_load.values()])
+    mean = solver.fit_request_costs([_median_point(v) for v in per_load.values()])
     how = ("redis-benchmark SET (3-byte values) at " + ", ".join(
         f"c={ld.clients} P={ld.pipeline}" for ld in loads)
         + f", {reps} repetitions; main-thread CPU (used_cpu_*_main_thread) per SET, "
@@ -214,7 +223,7 @@ def measure_cpu(t: Target, commands: list[str], reps: int = 3,
             solver.spread([f.wake_us for f in fits]), reps,
             "W minus engine.cpu.iteration (1 us): " + how, "engine.cpu.wakeup"))
     for ld, pts in per_load.items():
-        m = _mean_point(pts)
+        m = _median_point(pts)
         out.append(Measurement(
             f"cpu.set_c{ld.clients}_p{ld.pipeline}", m.us_per_request, "us",
             solver.spread([p.us_per_request for p in pts]), reps,
@@ -233,7 +242,7 @@ def measure_cpu(t: Target, commands: list[str], reps: int = 3,
             vals.append(solver.command_cost(p.us_per_request, sat.pipeline, mean.io_us,
                                             p.sleeps_per_request or 0.0, mean.wake_us))
         out.append(Measurement(
-            f"cpu.command.{cmd}", statistics.fmean(vals), "us", solver.spread(vals), reps,
+            f"cpu.command.{cmd}", statistics.median(vals), "us", solver.spread(vals), reps,
             f"main-thread CPU per {cmd} at redis-benchmark -c 50 -P 16 minus a/16 "
             f"(INFO commandstats usec_per_call, the procedure alone: "
             f"{statistics.fmean(procs):.2f} us)", f"engine.cpu.commands.{cmd}.fixed"))

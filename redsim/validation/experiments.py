@@ -1,0 +1,197 @@
+"""The validation experiments, one record each.
+
+A record names the figure, its unit, the tolerance floor and why, whether it is
+in the quick (CI) subset, and two functions: ``real(lab)`` measures the figure
+on the server ``reps`` times, ``model(lab, real)`` computes it in the
+simulator for the same workload (``real`` is what the server did, for
+experiments whose model load must match it, e.g. the rate redis-benchmark
+reached). The runner (``runner.py``) sets each row's tolerance before it runs
+the model: ``max(floor, 3 × the coefficient of variation of the real
+repetitions)``, so a noisy figure is judged by its own repeatability and no
+tolerance is chosen after seeing the model's answer.
+
+Adding an experiment is adding a record to ``EXPERIMENTS``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from redsim.live import load
+from redsim.validation.lab import KEY_SIZE, Lab
+
+
+@dataclass(frozen=True)
+class Real:
+    """What the server did: the figure per repetition, and details for the model."""
+
+    values: list[float]
+    detail: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One model-vs-real comparison.
+
+    Attributes:
+        name: short identifier (file names, ``--only``).
+        title: what is compared, for the table.
+        unit: the figure's unit.
+        floor: the smallest relative tolerance, and ``why`` it is that.
+        quick: part of the CI subset (< 3 min with the others).
+        real: measures the figure on the lab's server.
+        model: the same figure from the simulator.
+    """
+
+    name: str
+    title: str
+    unit: str
+    floor: float
+    why: str
+    quick: bool
+    real: Callable[[Lab], Real]
+    model: Callable[[Lab, Real], float]
+
+
+# ---- main-thread CPU per request ------------------------------------------------------
+
+
+def _cpu_real(clients: int, pipeline: int, requests: int) -> Callable[[Lab], Real]:
+    def real(lab: Lab) -> Real:
+        vals, rates, sleeps = [], [], []
+        n = requests // 2 if lab.quick else requests
+        for _ in range(lab.reps):
+            us, rps, s = lab.cpu_per_request("SET", clients, pipeline, n)
+            vals.append(us)
+            rates.append(rps)
+            sleeps.append(s)
+        return Real(vals, {"rate": sum(rates) / len(rates), "sleeps": sum(sleeps) / len(sleeps)})
+    return real
+
+
+def _cpu_model(clients: int, pipeline: int, saturate: bool = False
+               ) -> Callable[[Lab, Real], float]:
+    def model(lab: Lab, real: Real) -> float:
+        res = lab.model_matched(clients, pipeline, real.detail["rate"], saturate=saturate)
+        return lab.model_cpu_per_request(res)
+    return model
+
+
+def _throughput_real(lab: Lab) -> Real:
+    vals = []
+    for _ in range(lab.reps):
+        res, _ = lab.bench(["SET", load.key_pattern(), "xxx"], 50, 16,
+                           200_000 if lab.quick else 600_000)
+        vals.append(res.rps)
+    return Real(vals, {})
+
+
+def _throughput_model(lab: Lab, real: Real) -> float:
+    return float(lab.model_matched(50, 16, 1.0, saturate=True).summary["ops_per_sec"])
+
+
+# ---- memory ------------------------------------------------------------------------------
+
+CLIENT_VALUE_SIZES = (64, 4096, 16384)
+"""Value sizes of the connections' SETs (one size per connection, in turn): a
+16 KB value makes a request just over PROTO_IOBUF_LEN, the read-path case."""
+
+
+def _clients_real(n: int) -> Callable[[Lab], Real]:
+    def real(lab: Lab) -> Real:
+        vals = []
+        reqs = [load.resp("SET", f"{load.PREFIX}c{i}", "x" * size)
+                for i, size in enumerate(CLIENT_VALUE_SIZES)]
+        for _ in range(lab.reps):
+            r = lab.client
+            base = r.info("memory")["mem_clients_normal"]
+            with load.Connections(lab.server.host, lab.server.port, n) as conns:
+                conns.request_all(reqs)
+                time.sleep(1.5)  # clientsCron visits every client once a second
+                vals.append((r.info("memory")["mem_clients_normal"] - base) / n)
+            time.sleep(0.3)  # the server frees the closed clients
+        load.delete_prefix(lab.client)
+        return Real(vals, {})
+    return real
+
+
+def _clients_model(n: int) -> Callable[[Lab, Real], float]:
+    def model(lab: Lab, real: Real) -> float:
+        per = n // len(CLIENT_VALUE_SIZES)
+        groups = []
+        for i, size in enumerate(CLIENT_VALUE_SIZES):
+            count = per + (1 if i < n - per * len(CLIENT_VALUE_SIZES) else 0)
+            # A closed-loop source sends its first request after one think
+            # time: 10 s, then the reading is taken 1.5 s later, as on the
+            # real side, before any second request.
+            g = lab.bench_group(count, 1, 10.0, "SET", size, keys=3)
+            g["name"] = f"v{size}"
+            groups.append(g)
+        sc = lab.scenario(duration=11.5, warmup=0.0, **{"sample-interval": 0.25},
+                          clients=groups, server={"maxclients": max(10000, n + 32)})
+        res = lab.model_run(sc)
+        ts = res.timeseries
+        return float(ts["mem_clients_normal"].iloc[-1]) / n
+    return model
+
+
+KEY_COUNT = 100_000
+
+
+def _keys_real(size: int) -> Callable[[Lab], Real]:
+    def real(lab: Lab) -> Real:
+        vals = []
+        r = lab.client
+        for _ in range(lab.reps):
+            load.delete_prefix(r)
+            before = r.info("memory")["used_memory"]
+            load.fill(r, KEY_COUNT, size)
+            vals.append((r.info("memory")["used_memory"] - before) / KEY_COUNT)
+        load.delete_prefix(r)
+        return Real(vals, {})
+    return real
+
+
+def _keys_model(size: int) -> Callable[[Lab, Real], float]:
+    def model(lab: Lab, real: Real) -> float:
+        def used(keys: int) -> float:
+            g = lab.bench_group(1, 1, 100.0, "GET", size, keys=max(keys, 1))
+            g["keyspace"]["preload"] = 1.0 if keys else 0.0
+            res = lab.model_run(lab.scenario(duration=0.5, warmup=0.0,
+                                             **{"sample-interval": 0.25}, clients=[g]))
+            return float(res.timeseries["used_memory"].iloc[0])
+        return (used(KEY_COUNT) - used(0)) / KEY_COUNT
+    return model
+
+
+EXPERIMENTS: list[Experiment] = [
+    Experiment("cpu_p1", "main-thread CPU per SET, 50 connections, pipeline 1", "us", 0.20,
+               "the issue's bound for the calibrated defaults", True,
+               _cpu_real(50, 1, 100_000), _cpu_model(50, 1)),
+    Experiment("cpu_p16", "main-thread CPU per SET, 50 connections, pipeline 16", "us", 0.20,
+               "the issue's bound for the calibrated defaults", True,
+               _cpu_real(50, 16, 600_000), _cpu_model(50, 16, saturate=True)),
+    Experiment("cpu_p4", "main-thread CPU per SET, 50 connections, pipeline 4 (not fitted)",
+               "us", 0.20, "as P1/P16: a point between the fitted ones", True,
+               _cpu_real(50, 4, 300_000), _cpu_model(50, 4)),
+    Experiment("cpu_c1", "main-thread CPU per SET, 1 connection, pipeline 1 (sleeping poll)",
+               "us", 0.20, "as P1/P16", True,
+               _cpu_real(1, 1, 20_000), _cpu_model(1, 1)),
+    Experiment("throughput_p16", "saturation throughput, SET, 50 connections, pipeline 16",
+               "SET/s", 0.20, "follows from CPU per request at saturation", False,
+               _throughput_real, _throughput_model),
+    *[Experiment(f"clients_{n}", f"mem_clients_normal per connection, {n} connections, "
+                 "one SET each of 64 B / 4 KB / 16 KB", "bytes", 0.10,
+                 "allocations are exact (jemalloc classes); 10 % for what the model leaves "
+                 "out (argv, epoll)", True, _clients_real(n), _clients_model(n))
+      for n in (30, 300, 900)],
+    *[Experiment(f"key_bytes_{size}", f"used_memory per key, {KEY_COUNT:,} keys of "
+                 f"{KEY_SIZE} B, {size}-B values", "bytes", 0.05,
+                 "allocations are exact; 5 % for the dict's growth while filling", True,
+                 _keys_real(size), _keys_model(size))
+      for size in (3, 100, 1000)],
+]
+"""Every experiment, in the order the table lists them."""

@@ -1,0 +1,134 @@
+"""The calibration's arithmetic on synthetic INFO snapshots with known answers.
+
+Each test builds what a server would report if its main thread cost exactly
+a µs per read+write, b µs per command and W µs per sleeping epoll_wait, and
+checks the solver gives those numbers back (hand-worked figures in comments).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from redsim.calibrate import fragment, solver
+from redsim.calibrate.measure import CpuLoad, Measurement, point_from_delta
+from redsim.live.probe import Delta, Snapshot
+
+A_US, B_US, W_US = 4.4, 0.45, 16.0
+
+
+def _info(cpu_s: float, calls: int, usec: int = 0, commands: int | None = None) -> dict:
+    # INFO splits main-thread CPU into sys and user; the solver adds them.
+    return {"used_cpu_sys_main_thread": cpu_s * 0.7, "used_cpu_user_main_thread": cpu_s * 0.3,
+            "cmdstat_set": {"calls": calls, "usec": usec},
+            "total_commands_processed": calls if commands is None else commands}
+
+
+def _delta(ld: CpuLoad, sleeps_per_request: float, foreign: int = 0) -> Delta:
+    """The snapshots around one load of SETs on the synthetic server."""
+    n = ld.requests
+    cpu = n * (A_US / ld.pipeline + B_US + W_US * sleeps_per_request) * 1e-6
+    a = Snapshot(0.0, _info(1.0, 1000, commands=5000), 10_000)
+    b = Snapshot(1.0, _info(1.0 + cpu, 1000 + n, commands=5000 + n + 1 + foreign),
+                 10_000 + round(n * sleeps_per_request))
+    return Delta(a, b)
+
+
+# Sleeps per request seen on the reference host (2-vCPU VM, Redis 7.0): a
+# saturated pipelined load never sleeps, a lone client sleeps once per request.
+SLEEPS = {CpuLoad(50, 1, 100_000): 0.14, CpuLoad(50, 16, 600_000): 0.0,
+          CpuLoad(1, 1, 20_000): 1.0, CpuLoad(1, 16, 100_000): 0.0625}
+
+
+def test_points_from_snapshots_and_the_fit_give_the_costs_back():
+    points = []
+    for ld, s in SLEEPS.items():
+        p, foreign = point_from_delta(_delta(ld, s), "SET", ld.clients, ld.pipeline, ld.requests)
+        assert foreign == 0
+        # e.g. c=50 P=1: 4.4 + 0.45 + 16 x 0.14 = 7.09 us per SET
+        assert p.us_per_request == pytest.approx(A_US / ld.pipeline + B_US + W_US * s,
+                                                 rel=1e-4)
+        points.append(p)
+    fit = solver.fit_request_costs(points)
+    assert fit.io_us == pytest.approx(A_US, rel=1e-3)
+    assert fit.command_us == pytest.approx(B_US, rel=1e-3)
+    assert fit.wake_us == pytest.approx(W_US, rel=1e-3)
+    assert fit.max_rel_residual < 1e-3
+    assert fit.predict(4, 0.006) == pytest.approx(4.4 / 4 + 0.45 + 16 * 0.006, rel=1e-3)
+
+
+def test_foreign_commands_are_counted():
+    ld = CpuLoad(50, 1, 100_000)
+    _, foreign = point_from_delta(_delta(ld, 0.1, foreign=2500), "SET", 50, 1, ld.requests)
+    assert foreign == 2500
+
+
+def test_too_few_calls_is_an_error():
+    ld = CpuLoad(50, 1, 100_000)
+    with pytest.raises(RuntimeError, match="counted"):
+        point_from_delta(_delta(ld, 0.1), "SET", 50, 1, 200_000)
+
+
+def test_without_sleep_counts_two_pipelines_give_io_and_command():
+    # y(P=1) = 4.4 + 0.45 = 4.85; y(P=16) = 0.275 + 0.45 = 0.725
+    pts = [solver.CpuPoint(50, 1, 4.85), solver.CpuPoint(50, 16, 0.725)]
+    fit = solver.fit_request_costs(pts)
+    assert fit.io_us == pytest.approx(4.4)
+    assert fit.command_us == pytest.approx(0.45)
+    assert math.isnan(fit.wake_us)
+
+
+def test_one_pipeline_depth_cannot_separate_the_parts():
+    with pytest.raises(ValueError, match="two pipeline depths"):
+        solver.fit_request_costs([solver.CpuPoint(50, 1, 7.0, 0.1), solver.CpuPoint(1, 1, 21, 1)])
+
+
+def test_command_cost_subtracts_the_shared_io():
+    # GET at P=16: 0.70 measured - 4.4/16 = 0.425 us
+    assert solver.command_cost(0.70, 16, 4.4) == pytest.approx(0.425)
+    assert solver.command_cost(0.70, 16, 4.4, 0.01, 16.0) == pytest.approx(0.265)
+
+
+def test_eviction_cost_and_its_split_keep_the_total():
+    # 0.66 us more per SET, 1.1 evictions per SET -> 0.6 us per evicted key
+    per_key = solver.eviction_cost(7.80, 7.14, 1.1)
+    assert per_key == pytest.approx(0.6)
+    parts = solver.split_eviction(per_key)
+    d = solver.eviction_defaults()
+    assert parts["eviction_check"] + 5 * parts["eviction_sample"] + \
+        parts["eviction_delete"] == pytest.approx(per_key)
+    assert parts["eviction_delete"] / parts["eviction_check"] == pytest.approx(
+        d["eviction_delete"] / d["eviction_check"])
+    with pytest.raises(ValueError, match="no key was evicted"):
+        solver.eviction_cost(7.8, 7.1, 0.0)
+
+
+def test_fork_cost_is_the_line_through_rss_and_fork_time():
+    # fork = 0.6 ms + 17.5 ms/GB: 0.117 GB -> 2.6475 ms, 0.436 GB -> 8.23 ms
+    fixed, per_gb = solver.fork_cost([0.117e9, 0.436e9], [2.6475e-3, 8.23e-3])
+    assert fixed == pytest.approx(0.6e-3, rel=1e-6)
+    assert per_gb == pytest.approx(17.5e-3, rel=1e-6)
+    # Noise that puts the intercept below zero (1 ms and 7 ms: slope 20 ms/GB,
+    # intercept -1 ms): refit through the origin, 2.9e-3 / 0.17 = 17.06 ms/GB.
+    fixed, per_gb = solver.fork_cost([0.1e9, 0.4e9], [1.0e-3, 7.0e-3])
+    assert fixed == 0.0
+    assert per_gb == pytest.approx(2.9e-3 / 0.17)
+
+
+def test_fragment_puts_fields_where_a_scenario_reads_them():
+    ms = [Measurement("cpu.read", 1.76, "us", 0.05, 3, "m", "engine.cpu.read"),
+          Measurement("cpu.command.SET", 0.5777, "us", 0.0, 3, "m",
+                      "engine.cpu.commands.SET.fixed"),
+          Measurement("fork.per_gb", 0.01754, "s", 0.0, 4, "m", "host.fork-per-gb"),
+          Measurement("disk.write_bandwidth", 3.338e8, "bytes/s", 0.0, 1, "m",
+                      "disk.write-bandwidth"),
+          Measurement("memory.key_v3", 106.2, "bytes", 0.0, 1, "m")]
+    doc = fragment.build(ms, {"date": "2026-11-24"}, {"engine.allocator-quantum": 16})
+    assert doc["values"] == {
+        "engine": {"cpu": {"read": "1.76us", "commands": {"SET": {"fixed": "0.5777us"}}},
+                   "allocator-quantum": 16},
+        "host": {"fork-per-gb": "17.54ms"},
+        "disk": {"write-bandwidth": 333800000.0}}
+    assert [m["name"] for m in doc["measurements"]] == [m.name for m in ms]
+    assert "field" not in doc["measurements"][-1]  # evidence only
