@@ -119,7 +119,15 @@ def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[s
         if "clients" in parts:
             ms += measure.measure_client_memory(t)
         if "eviction" in parts:
-            ms += measure.measure_eviction(t)
+            others = t.client.dbsize() - sum(1 for _ in t.client.scan_iter(
+                match=load.PREFIX + "*", count=1000))
+            if others > 0:
+                # maxmemory with an allkeys policy would evict the owner's keys.
+                t.say(f"eviction: skipped, the server holds {others} key(s) that are not "
+                      "calibration's and eviction could remove them; calibrate eviction on "
+                      "an empty server (--start)")
+            else:
+                ms += measure.measure_eviction(t)
         if "disk" in parts:
             if t.data_dir is None:
                 t.say("disk: skipped (the server's dir is not on this machine; "
