@@ -119,24 +119,36 @@ def cmd_calibrate(args) -> int:
     from redsim.calibrate import ALL_PARTS, calibrate
     from redsim.live.server import RedisNotFound
 
+    if args.combine:
+        from redsim.calibrate import combine
+
+        combine([Path(f) for f in args.combine], Path(args.out))
+        return 0
     if not args.start and args.port is None:
         raise _UsageError("give --port (and --host) of a server to measure, or --start to "
                           "start a throw-away local redis-server")
     parts = tuple(args.only.split(",")) if args.only else ALL_PARTS
     if args.skip:
         parts = tuple(p for p in parts if p not in args.skip.split(","))
+    commands = _commands(args.commands)
     print(f"redsim calibrate: measuring {', '.join(parts)} (about "
-          f"{_calibration_minutes(parts, args.reps):.0f} min); keys use the prefix "
+          f"{_calibration_minutes(parts, args.reps, len(commands)):.0f} min); keys use the prefix "
           "redsim:calib: and are deleted at the end")
     try:
         calibrate(Path(args.out), host=args.host, port=args.port, start=args.start,
                   can_write=args.i_know_this_writes, parts=parts,
-                  commands=tuple(c.strip().upper() for c in args.commands.split(",")),
+                  commands=commands,
                   reps=args.reps, data_dir=Path(args.data_dir) if args.data_dir else None)
     except (RedisNotFound, PermissionError, ValueError) as exc:
         raise _UsageError(str(exc)) from None
-    except OSError as exc:  # the server went away, refused, timed out
-        raise _UsageError(f"cannot measure {args.host}:{args.port}: {exc}") from None
+    except (OSError, RuntimeError) as exc:  # the server went away, refused, a load failed
+        raise _UsageError(f"calibration stopped: {exc}") from None
+    except Exception as exc:
+        import redis
+
+        if isinstance(exc, redis.RedisError):
+            raise _UsageError(f"calibration stopped: {args.host}:{args.port}: {exc}") from None
+        raise
     return 0
 
 
@@ -152,10 +164,18 @@ def cmd_validate_model(args) -> int:
     return 0 if all(r.passed for r in rows) else 1
 
 
-def _calibration_minutes(parts: tuple[str, ...], reps: int) -> float:
+def _commands(text: str) -> tuple[str, ...]:
+    from redsim.calibrate.measure import BENCH_COMMANDS
+
+    if text.strip().lower() == "all":
+        return tuple(BENCH_COMMANDS)
+    return tuple(c.strip().upper() for c in text.split(",") if c.strip())
+
+
+def _calibration_minutes(parts: tuple[str, ...], reps: int, commands: int) -> float:
     # Measured on the reference host (2-vCPU VM): seconds per part.
-    cost = {"cpu": 3.0 * reps + 2, "memory": 4, "clients": 10, "eviction": 12, "disk": 4,
-            "fork": 8}
+    cost = {"cpu": 3.0 * reps + 1.2 * reps * commands, "memory": 4, "clients": 10,
+            "eviction": 25, "disk": 4, "fork": 8}
     return max(sum(cost[p] for p in parts) / 60, 1)
 
 
@@ -302,8 +322,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--only", help="comma-separated parts: cpu,memory,clients,eviction,disk,fork")
     c.add_argument("--skip", help="comma-separated parts to leave out")
     c.add_argument("--commands", default="SET,GET",
-                   help="commands whose per-command cost is measured (default SET,GET)")
+                   help="commands whose per-command cost is measured: a comma-separated "
+                        "list, or all (default SET,GET)")
     c.add_argument("--reps", type=int, default=3, help="repetitions of each CPU load")
+    c.add_argument("--combine", nargs="+", metavar="FILE",
+                   help="measure nothing: combine calibrations of one server made at "
+                        "different times into --out (the median of each value)")
     c.add_argument("--data-dir", help="directory to probe fsync in (default: the "
                    "server's dir, when it is on this machine)")
     c.set_defaults(func=cmd_calibrate)

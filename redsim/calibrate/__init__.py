@@ -51,8 +51,8 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
               parts: tuple[str, ...] = ALL_PARTS, commands: tuple[str, ...] = ("SET", "GET"),
               reps: int = 3, data_dir: Path | None = None,
               say: Callable[[str], None] = print) -> dict[str, Any]:
-    """Measure a server and write the calibration file ``out`` (and ``fsync.csv``
-    beside it). Returns the calibration document.
+    """Measure a server and write the calibration file ``out`` (and the fsync
+    samples beside it, ``<name>.fsync.csv``). Returns the calibration document.
 
     Args:
         start: start a throw-away local redis-server (and stop it at the end);
@@ -133,7 +133,8 @@ def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[s
                 t.say("disk: skipped (the server's dir is not on this machine; "
                       "give --data-dir)")
             else:
-                disk_ms, csv_path = measure.measure_disk(t, t.data_dir, out.parent)
+                disk_ms, csv_path = measure.measure_disk(
+                    t, t.data_dir, out.with_name(out.stem + ".fsync.csv"))
                 ms += disk_ms
                 extra["disk.fsync"] = {"distribution": "empirical",
                                        "samples": os.path.relpath(csv_path, out.parent)}
@@ -160,6 +161,33 @@ def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[s
     fragment.write(doc, out)
     t.say(f"wrote {out}" + (f" and {csv_path}" if csv_path else "")
           + f" in {made['duration_s']:.0f} s")
+    return doc
+
+
+def combine(files: list[Path], out: Path, say: Callable[[str], None] = print
+            ) -> dict[str, Any]:
+    """Combine calibrations of one server made at different times into ``out``
+    (medians; see ``fragment.combine``). Sample files stay where they are and are
+    named relative to ``out``."""
+    import yaml
+
+    from redsim.config.loader import read_calibration
+
+    docs = []
+    for f in files:
+        read_calibration(Path(f))  # a clean error for a file that is not one
+        doc = yaml.safe_load(Path(f).read_text())
+        fsync = doc.get("values", {}).get("disk", {}).get("fsync")
+        if isinstance(fsync, dict) and isinstance(fsync.get("samples"), str):
+            where = (Path(f).parent / fsync["samples"]).resolve()
+            fsync["samples"] = os.path.relpath(where, Path(out).resolve().parent)
+        docs.append(doc)
+    made = {"date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "combined": [str(f) for f in files], "server": docs[0].get("made", {}).get("server"),
+            "host": docs[0].get("made", {}).get("host")}
+    doc = fragment.combine(docs, made)
+    fragment.write(doc, Path(out))
+    say(f"wrote {out}: medians of {len(docs)} calibrations")
     return doc
 
 

@@ -64,6 +64,44 @@ def build(measurements: list[Any], made: dict[str, Any],
             "measurements": [m.as_dict() for m in measurements]}
 
 
+def combine(docs: list[dict[str, Any]], made: dict[str, Any]) -> dict[str, Any]:
+    """One calibration from several of the same server, made at different times:
+    each measurement's value is the median of theirs and its spread their sample
+    standard deviation (the between-run variation, which on a shared host is
+    larger than the within-run one); non-numeric values come from the first."""
+    import statistics
+
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for doc in docs:
+        for m in doc.get("measurements", []):
+            by_name.setdefault(m["name"], []).append(m)
+    measurements = []
+    for ms in by_name.values():
+        vals = [float(m["value"]) for m in ms]
+        first = dict(ms[0])
+        first["value"] = float(f"{statistics.median(vals):.4g}")
+        first["spread"] = float(f"{statistics.stdev(vals):.4g}") if len(vals) > 1 else 0.0
+        first["n"] = len(vals)
+        first["method"] = f"median of {len(vals)} calibrations ({', '.join(map(str, vals))}); " \
+            + str(ms[0]["method"])
+        measurements.append(first)
+    values: dict[str, Any] = {}
+    # Fields measured (with units) come from the medians; the rest (the fsync
+    # samples file, the allocator quantum) from the first calibration.
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, f"{path}.{k}" if path else k)
+        else:
+            set_dotted(values, path, node)
+    walk(docs[0].get("values", {}), "")
+    for m in measurements:
+        if m.get("field"):
+            set_dotted(values, m["field"], _yaml_value(m["value"], m["unit"]))
+    return {"redsim-calibration": FORMAT, "made": made, "values": values,
+            "measurements": measurements}
+
+
 def write(doc: dict[str, Any], path: Path) -> None:
     """Write the calibration document with a header comment saying how to use it."""
     head = ("# A redsim calibration, made by `redsim calibrate`.\n"

@@ -105,9 +105,10 @@ def _round(v: float) -> float:
 # redis-benchmark command lines for the commands the model knows; K is a key
 # with the calibration prefix and a random number, V a value.
 _K = load.key_pattern()
+_N = load.key_pattern(load.PREFIX + "n:")  # counters: SET's values are not integers
 BENCH_COMMANDS: dict[str, list[str]] = {
     "SET": ["SET", _K, "V"], "GET": ["GET", _K], "SETEX": ["SETEX", _K, "3600", "V"],
-    "INCR": ["INCR", _K], "DECR": ["DECR", _K], "EXISTS": ["EXISTS", _K],
+    "INCR": ["INCR", _N], "DECR": ["DECR", _N], "EXISTS": ["EXISTS", _K],
     "DEL": ["DEL", _K], "UNLINK": ["UNLINK", _K], "EXPIRE": ["EXPIRE", _K, "3600"],
     "SADD": ["SADD", load.PREFIX + "set", "__rand_int__"],
     "SCARD": ["SCARD", load.PREFIX + "set"],
@@ -116,8 +117,21 @@ BENCH_COMMANDS: dict[str, list[str]] = {
     "HSET": ["HSET", load.PREFIX + "hash", "f__rand_int__", "V"],
     "HGET": ["HGET", load.PREFIX + "hash", "f__rand_int__"],
     "ZADD": ["ZADD", load.PREFIX + "zset", "__rand_int__", "m__rand_int__"],
-    "PING": ["PING"],
+    "PING": ["PING"], "MGET": ["MGET", _K], "MSET": ["MSET", _K, "V"],
 }
+
+MULTI_ELEMENTS = 10
+"""Elements of the second load of a command with a per-element cost (below)."""
+MULTI: dict[str, tuple[list[str], list[str]]] = {
+    "DEL": (["DEL"], [_K]), "UNLINK": (["UNLINK"], [_K]), "EXISTS": (["EXISTS"], [_K]),
+    "MGET": (["MGET"], [_K]), "MSET": (["MSET"], [_K, "V"]),
+    "SADD": (["SADD", load.PREFIX + "set"], ["__rand_int__"]),
+    "LPUSH": (["LPUSH", load.PREFIX + "list"], ["V"]),
+    "RPUSH": (["RPUSH", load.PREFIX + "list"], ["V"]),
+}
+"""Commands whose cost grows with their keys or members, as (head, one element):
+measured with 1 and with ``MULTI_ELEMENTS`` elements (redis-benchmark draws each
+``__rand_int__`` on its own), which gives their fixed and per-element parts."""
 
 
 @dataclass(frozen=True)
@@ -136,8 +150,12 @@ FIT_LOADS = (CpuLoad(50, 1, 100_000), CpuLoad(50, 16, 600_000), CpuLoad(1, 1, 20
              CpuLoad(1, 16, 100_000))
 
 
-def _bench_args(command: str, value_size: int) -> list[str]:
-    args = list(BENCH_COMMANDS[command])
+def _bench_args(command: str, value_size: int, elements: int = 1) -> list[str]:
+    if elements == 1:
+        args = list(BENCH_COMMANDS[command])
+    else:
+        head, one = MULTI[command]
+        args = head + one * elements
     return ["x" * value_size if a == "V" else a for a in args]
 
 
@@ -154,10 +172,11 @@ def point_from_delta(d: Delta, command: str, clients: int, pipeline: int,
 
 
 def cpu_point(t: Target, command: str, ld: CpuLoad, value_size: int = 3,
-              keyspace: int = 100_000) -> tuple[solver.CpuPoint, load.BenchResult]:
+              keyspace: int = 100_000, elements: int = 1
+              ) -> tuple[solver.CpuPoint, load.BenchResult]:
     """Main-thread CPU (and sleeps) per ``command`` under one redis-benchmark load."""
     a = snapshot(t.client, t.pid)
-    bench = load.redis_benchmark(t.host, t.port, _bench_args(command, value_size),
+    bench = load.redis_benchmark(t.host, t.port, _bench_args(command, value_size, elements),
                                  clients=ld.clients, pipeline=ld.pipeline,
                                  requests=ld.requests, keyspace=keyspace)
     point, foreign = point_from_delta(Delta(a, snapshot(t.client, t.pid)), command,
@@ -166,6 +185,23 @@ def cpu_point(t: Target, command: str, ld: CpuLoad, value_size: int = 3,
         t.say(f"  warning: {foreign} other commands ran during the {command} load; "
               "its CPU figure includes them")
     return point, bench
+
+
+def _command_costs(t: Target, cmd: str, elements: int, ld: CpuLoad,
+                   fit: solver.RequestCosts, reps: int) -> tuple[list[float], list[float]]:
+    """b of ``cmd`` with ``elements`` elements, once per repetition, each next to a
+    SET load: the host's speed drifts by tens of % over seconds (a VM's
+    neighbours), which a ratio of two loads a second apart cancels and a figure
+    on its own does not. Also the commandstats µs per call."""
+    vals, procs = [], []
+    for _ in range(reps):
+        ref, _ = cpu_point(t, "SET", ld)
+        a = snapshot(t.client)
+        p, _ = cpu_point(t, cmd, ld, elements=elements)  # the fit's keyspace: misses alike
+        d = Delta(a, snapshot(t.client))
+        procs.append(d.usec(cmd) / max(d.calls(cmd), 1))
+        vals.append(solver.relative_command_cost(p, ref, ld.pipeline, fit))
+    return vals, procs
 
 
 def _median_point(pts: list[solver.CpuPoint]) -> solver.CpuPoint:
@@ -230,22 +266,37 @@ def measure_cpu(t: Target, commands: list[str], reps: int = 3,
             f"main-thread CPU per SET, redis-benchmark -c {ld.clients} -P {ld.pipeline}"
             + (f"; {m.sleeps_per_request:.3f} epoll sleeps per SET"
                if m.sleeps_per_request is not None else "")))
+    # Each command is measured next to a SET load of the same shape, and costed
+    # as the fit's SET cost times the ratio of the two: the host's speed drifts
+    # by tens of % over seconds (a VM's neighbours), which a ratio of two loads a
+    # second apart cancels and a figure on its own does not.
     sat = CpuLoad(50, 16, 300_000)
     for cmd in commands:
-        vals, procs = [], []
-        for _ in range(reps):
-            a = snapshot(t.client)
-            p, _ = cpu_point(t, cmd, sat, keyspace=10_000)
-            b = snapshot(t.client)
-            d = Delta(a, b)
-            procs.append(d.usec(cmd) / max(d.calls(cmd), 1))
-            vals.append(solver.command_cost(p.us_per_request, sat.pipeline, mean.io_us,
-                                            p.sleeps_per_request or 0.0, mean.wake_us))
-        out.append(Measurement(
-            f"cpu.command.{cmd}", statistics.median(vals), "us", solver.spread(vals), reps,
-            f"main-thread CPU per {cmd} at redis-benchmark -c 50 -P 16 minus a/16 "
-            f"(INFO commandstats usec_per_call, the procedure alone: "
-            f"{statistics.fmean(procs):.2f} us)", f"engine.cpu.commands.{cmd}.fixed"))
+        if cmd == "SET":
+            out.append(Measurement(
+                "cpu.command.SET", mean.command_us, "us",
+                solver.spread([f.command_us for f in fits]), reps,
+                "b of the fit above", "engine.cpu.commands.SET.fixed"))
+            continue
+        b1, procs = _command_costs(t, cmd, 1, sat, mean, reps)
+        how = (f"b(SET) x (y({cmd}) - a/16) / (y(SET) - a/16), y = main-thread CPU per "
+               f"command at redis-benchmark -c 50 -P 16, a SET load just before each {cmd} "
+               f"load (INFO commandstats usec_per_call, the procedure alone: "
+               f"{statistics.fmean(procs):.2f} us)")
+        if cmd not in MULTI:
+            out.append(Measurement(f"cpu.command.{cmd}", statistics.median(b1), "us",
+                                   solver.spread(b1), reps, how,
+                                   f"engine.cpu.commands.{cmd}.fixed"))
+            continue
+        bk, _ = _command_costs(t, cmd, MULTI_ELEMENTS, sat, mean, reps)
+        fixed, per = solver.per_element(statistics.median(b1), statistics.median(bk),
+                                        MULTI_ELEMENTS)
+        how += f"; with 1 and {MULTI_ELEMENTS} elements: b = fixed + per-element x elements"
+        out.append(Measurement(f"cpu.command.{cmd}", fixed, "us", solver.spread(b1), reps, how,
+                               f"engine.cpu.commands.{cmd}.fixed"))
+        out.append(Measurement(f"cpu.command.{cmd}.per_element", per, "us",
+                               solver.spread(bk) / (MULTI_ELEMENTS - 1), reps, how,
+                               f"engine.cpu.commands.{cmd}.per-element"))
     return out
 
 
@@ -259,6 +310,7 @@ def measure_key_memory(t: Target, value_sizes: tuple[int, ...] = (3, 100, 1000),
     t.say(f"memory per key: {n:,} keys at value sizes {', '.join(map(str, value_sizes))} B")
     for size in value_sizes:
         load.delete_prefix(t.client)
+        load.settle(t.client)
         before = t.client.info("memory")["used_memory"]
         load.fill(t.client, n, size)
         after = t.client.info("memory")["used_memory"]
@@ -279,6 +331,7 @@ def measure_client_memory(t: Target, n: int = 200) -> list[Measurement]:
     def per_conn(base: int) -> float:
         return (t.client.info("memory")["mem_clients_normal"] - base) / n
 
+    load.settle(t.client)
     base = t.client.info("memory")["mem_clients_normal"]
     with load.Connections(t.host, t.port, n) as conns:
         time.sleep(1.5)  # clientsCron visits each client about once a second
@@ -299,24 +352,26 @@ def measure_client_memory(t: Target, n: int = 200) -> list[Measurement]:
 # ---- eviction ----------------------------------------------------------------------
 
 
-def measure_eviction(t: Target, reps: int = 2, base_keys: int = 300_000,
-                     requests: int = 100_000) -> list[Measurement]:
+def measure_eviction(t: Target, reps: int = 3, base_keys: int = 600_000,
+                     requests: int = 300_000) -> list[Measurement]:
     """Main-thread µs per evicted key (allkeys-lru, 100-byte values).
 
-    Both loads SET new keys into a dict already sized for them (``base_keys``
-    keys first: 524,288 buckets hold base + requests keys with no rehash), so
-    they differ only in the eviction: the first with ``maxmemory 0``, the
-    second with ``maxmemory`` at the memory then used, where every new key
-    evicts about one.
+    Both loads SET new keys at pipeline 16 (where a SET costs well under 1 µs,
+    so the eviction's share stands out of the host's noise) into a dict already
+    sized for them (``base_keys`` keys first: 1,048,576 buckets hold base +
+    requests keys with no rehash), so they differ only in the eviction: the
+    first with ``maxmemory 0``, the second with ``maxmemory`` at the memory then
+    used, where every new key evicts about one.
     """
     t.say(f"eviction: {base_keys:,} keys, then {requests:,} new-key SETs without and with "
           f"maxmemory, x {reps}")
     cfg = {k: t.client.config_get(k)[k] for k in ("maxmemory", "maxmemory-policy")}
-    ld = CpuLoad(50, 1, requests)
+    ld = CpuLoad(50, 16, requests)
     costs, with_us, without_us, per_set = [], [], [], []
     try:
         for _ in range(reps):
             load.delete_prefix(t.client)
+            load.settle(t.client)
             t.client.config_set("maxmemory", 0)
             load.fill(t.client, base_keys, 100)
             p0, _ = cpu_point(t, "SET", ld, value_size=100, keyspace=100_000_000)
@@ -336,7 +391,7 @@ def measure_eviction(t: Target, reps: int = 2, base_keys: int = 300_000,
             t.client.config_set(k, v)
         load.delete_prefix(t.client)
     per_key = statistics.fmean(costs)
-    how = (f"redis-benchmark SET of new 100-byte keys (-c 50 -P 1) after {base_keys:,} keys, "
+    how = (f"redis-benchmark SET of new 100-byte keys (-c 50 -P 16) after {base_keys:,} keys, "
            "with maxmemory 0, then with maxmemory at the used memory (allkeys-lru): extra "
            f"main-thread CPU per SET over evicted keys per SET ({statistics.fmean(per_set):.2f}); "
            f"{statistics.fmean(with_us):.2f} vs {statistics.fmean(without_us):.2f} us per SET")
@@ -393,14 +448,14 @@ def probe_write_bandwidth(directory: Path, total: int = 64 << 20, chunk: int = 4
         os.unlink(path)
 
 
-def measure_disk(t: Target, directory: Path, out_dir: Path, *, samples: int = 200
+def measure_disk(t: Target, directory: Path, csv_path: Path, *, samples: int = 200
                  ) -> tuple[list[Measurement], Path]:
-    """fsync latency samples (written to ``out_dir/fsync.csv``) and write bandwidth."""
+    """fsync latency samples (written to ``csv_path``, one per line, seconds) and
+    the write bandwidth."""
     t.say(f"disk: fdatasync of 4 KB appends in {directory} (up to {samples} or 10 s), "
           "then 64 MB of sequential writes")
     lat = probe_fsync(directory, samples=samples)
     bw = probe_write_bandwidth(directory)
-    csv_path = out_dir / "fsync.csv"
     csv_path.write_text("fdatasync_s\n" + "".join(f"{v:.9f}\n" for v in lat))
     q = solver.quantiles(lat)
     how = (f"{len(lat)} x (write 4 KB + fdatasync) to a file in {directory}: "

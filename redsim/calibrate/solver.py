@@ -103,6 +103,28 @@ def command_cost(us_per_request: float, pipeline: int, io_us: float,
     return us_per_request - io_us / pipeline - wake
 
 
+def relative_command_cost(point: CpuPoint, set_point: CpuPoint, pipeline: int,
+                          fit: RequestCosts) -> float:
+    """b for a command from its load and a SET load of the same shape just before:
+    the fit's b(SET) scaled by the ratio of their per-command parts, µs."""
+    own = command_cost(point.us_per_request, pipeline, fit.io_us,
+                       point.sleeps_per_request or 0.0, fit.wake_us)
+    ref = command_cost(set_point.us_per_request, pipeline, fit.io_us,
+                       set_point.sleeps_per_request or 0.0, fit.wake_us)
+    if ref <= 0:
+        raise ValueError("the SET load's per-command part is not positive: the host's "
+                         "speed moved too much between the loads; calibrate again")
+    return fit.command_us * own / ref
+
+
+def per_element(b_one: float, b_many: float, many: int) -> tuple[float, float]:
+    """(fixed, per-element) µs from a command's cost with 1 and ``many`` elements.
+    A negative slope (noise on a command whose elements cost nothing measurable)
+    is 0: all of it fixed."""
+    per = max((b_many - b_one) / (many - 1), 0.0)
+    return b_one - per, per
+
+
 def eviction_cost(us_with: float, us_without: float, evicted_per_request: float) -> float:
     """Main-thread µs per evicted key: the extra CPU per request with eviction over
     the keys each request evicts."""

@@ -14,6 +14,7 @@ import csv
 import io
 import socket
 import subprocess
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +92,19 @@ def delete_prefix(client: Any, prefix: str = PREFIX) -> int:
     if batch:
         removed += client.unlink(*batch)
     return removed
+
+
+def settle(client: Any, timeout_s: float = 10.0) -> None:
+    """Wait until the lazy-free thread has freed what UNLINK handed it (a big
+    collection is freed in the background, which would show as memory going
+    down during the next measurement), then one serverCron period more (dict
+    resizing)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if int(client.info("memory").get("lazyfree_pending_objects", 0)) == 0:
+            break
+        time.sleep(0.02)
+    time.sleep(0.2)
 
 
 def resp(*args: str | bytes) -> bytes:

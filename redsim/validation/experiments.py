@@ -147,6 +147,7 @@ def _keys_real(size: int) -> Callable[[Lab], Real]:
         r = lab.client
         for _ in range(lab.reps):
             load.delete_prefix(r)
+            load.settle(r)
             before = r.info("memory")["used_memory"]
             load.fill(r, KEY_COUNT, size)
             vals.append((r.info("memory")["used_memory"] - before) / KEY_COUNT)
@@ -195,3 +196,171 @@ EXPERIMENTS: list[Experiment] = [
       for size in (3, 100, 1000)],
 ]
 """Every experiment, in the order the table lists them."""
+
+
+# ---- eviction -------------------------------------------------------------------------
+
+EVICT_BASE = 300_000
+EVICT_VALUE = 100
+
+
+def _sample_used_memory(client, stop, samples: list[int]) -> None:
+    """Append used_memory every 20 ms until ``stop`` is set (its own connection)."""
+    while not stop.is_set():
+        samples.append(int(client.info("memory")["used_memory"]))
+        time.sleep(0.02)
+
+
+def _eviction_real(lab: Lab) -> Real:
+    """SETs of new keys at maxmemory (allkeys-lru): evictions per SET, and
+    used_memory / maxmemory sampled every 20 ms during the load."""
+    import threading
+
+    r = lab.client
+    per_set, ratio, rates = [], [], []
+    for _ in range(lab.reps):
+        load.delete_prefix(r)
+        load.settle(r)
+        r.config_set("maxmemory", 0)
+        load.fill(r, EVICT_BASE, EVICT_VALUE)
+        r.config_set("maxmemory-policy", "allkeys-lru")
+        limit = int(r.info("memory")["used_memory"])
+        r.config_set("maxmemory", limit)
+        samples: list[int] = []
+        stop = threading.Event()
+        th = threading.Thread(target=_sample_used_memory,
+                              args=(lab.server.client(), stop, samples))
+        before = int(r.info("stats")["evicted_keys"])
+        th.start()
+        try:
+            res, d = lab.bench(["SET", load.key_pattern(), "x" * EVICT_VALUE], 50, 1,
+                               100_000, keyspace=100_000_000)
+        finally:
+            stop.set()
+            th.join()
+        per_set.append((int(r.info("stats")["evicted_keys"]) - before) / d.calls("SET"))
+        ratio.append(sum(samples) / len(samples) / limit)
+        rates.append(res.rps)
+        r.config_set("maxmemory", 0)
+    load.delete_prefix(r)
+    return Real(per_set, {"ratio": ratio, "rate": sum(rates) / len(rates)})
+
+
+def _eviction_scenario(lab: Lab, rate: float, maxmemory: int, think: float) -> dict:
+    base = lab.bench_group(1, 1, 1000.0, "GET", EVICT_VALUE, keys=EVICT_BASE)
+    base["name"] = "dataset"  # holds the 300K keys; one GET at t = 1000 s (never)
+    writer = lab.bench_group(50, 1, think, "SET", EVICT_VALUE, keys=EVICT_BASE)
+    writer["name"] = "writer"
+    writer["keyspace"] = {"keys": 1, "preload": 0.0, "write-once": 1.0,
+                          "history": 0.0}  # every SET names a new key
+    return lab.scenario(duration=1.5, warmup=0.5, **{"sample-interval": 0.02},
+                        server={"maxmemory": maxmemory, "maxmemory-policy": "allkeys-lru"},
+                        clients=[base, writer])
+
+
+def _eviction_model(figure: str) -> Callable[[Lab, Real], float]:
+    def model(lab: Lab, real: Real) -> float:
+        rate = real.detail["rate"]
+        # maxmemory at the model's own used memory with the dataset loaded, as
+        # the real side sets it at the server's.
+        probe = lab.model_run(_eviction_scenario(lab, rate, 0, 1000.0))
+        limit = int(probe.timeseries["used_memory"].iloc[0])
+        think = max(50 / rate - 30e-6, 0.0)
+        res = lab.model_run(_eviction_scenario(lab, rate, limit, think))
+        ts = res.timeseries[res.timeseries.index > 0.5]
+        if figure == "per_set":
+            cmds = ts["total_commands_processed"].iloc[-1] - ts["total_commands_processed"].iloc[0]
+            return float(ts["evicted_keys"].iloc[-1] - ts["evicted_keys"].iloc[0]) / cmds
+        return float((ts["used_memory"] / limit).mean())
+    return model
+
+
+def _ratio_real(lab: Lab) -> Real:
+    per_set = _eviction_real(lab)
+    return Real(per_set.detail["ratio"], {"rate": per_set.detail["rate"]})
+
+
+# ---- the AOF ---------------------------------------------------------------------------
+
+
+def _aof_real(lab: Lab) -> Real:
+    """redis-benchmark SET throughput with appendfsync always over everysec."""
+    r = lab.client
+    ratios, rates = [], []
+    r.config_set("appendonly", "yes")
+    try:
+        while int(r.info("persistence")["aof_rewrite_in_progress"]):
+            time.sleep(0.05)  # turning the AOF on writes its base file first
+        for _ in range(lab.reps):
+            r.config_set("appendfsync", "everysec")
+            every, _ = lab.bench(["SET", load.key_pattern(), "xxx"], 50, 1, 100_000)
+            r.config_set("appendfsync", "always")
+            always, _ = lab.bench(["SET", load.key_pattern(), "xxx"], 50, 1, 20_000)
+            ratios.append(always.rps / every.rps)
+            rates.append(every.rps)
+    finally:
+        r.config_set("appendfsync", "everysec")
+        r.config_set("appendonly", "no")
+        load.delete_prefix(r)
+    return Real(ratios, {"rate": sum(rates) / len(rates)})
+
+
+def _aof_model(lab: Lab, real: Real) -> float:
+    rate = real.detail["rate"]
+    every = lab.model_matched(50, 1, rate, extra={
+        "server": {"appendonly": "yes", "appendfsync": "everysec"}})
+    think = max(50 / rate - 30e-6, 0.0)
+    sc = lab.scenario(server={"appendonly": "yes", "appendfsync": "always"},
+                      clients=[lab.bench_group(50, 1, think)])
+    always = lab.model_run(sc)
+    return float(always.summary["ops_per_sec"] / every.summary["ops_per_sec"])
+
+
+# ---- fork ------------------------------------------------------------------------------
+
+FORK_KEYS = 700_000
+FORK_VALUE = 1000
+
+
+def _fork_real(lab: Lab) -> Real:
+    """fork() time of a BGSAVE with ~800 MB of data (the calibration used 100 and 400 MB)."""
+    from redsim.calibrate.measure import Target, _bgsave
+
+    r = lab.client
+    t = Target(r, lab.server.host, lab.server.port, lab.server.pid, True, None, lambda m: None)
+    load.delete_prefix(r)
+    load.fill(r, FORK_KEYS, FORK_VALUE)
+    forks = []
+    try:
+        for _ in range(lab.reps):
+            f, _, _ = _bgsave(t)
+            forks.append(f * 1e3)
+    finally:
+        load.delete_prefix(r)
+    return Real(forks, {})
+
+
+def _fork_model(lab: Lab, real: Real) -> float:
+    g = lab.bench_group(1, 1, 1000.0, "GET", FORK_VALUE, keys=FORK_KEYS)
+    res = lab.model_run(lab.scenario(duration=0.5, warmup=0.0, clients=[g],
+                                     events=[{"at": 0.1, "do": "bgsave"}]))
+    return float(res.forks["fork_s"].iloc[0]) * 1e3
+
+
+EXPERIMENTS += [
+    Experiment("evictions_per_set", "evicted keys per SET of a new 100-B key at maxmemory "
+               "(allkeys-lru, 300K keys, 50 connections)", "keys/SET", 0.10,
+               "the keys' sizes are exact; 10 % for eviction's overshoot past the limit",
+               False, _eviction_real, _eviction_model("per_set")),
+    Experiment("used_memory_band", "used_memory / maxmemory during that steady eviction",
+               "ratio", 0.01, "eviction holds used_memory at the limit; 1 % is ~0.7 MB here",
+               False, _ratio_real, _eviction_model("ratio")),
+    Experiment("aof_always_over_everysec", "SET throughput, appendfsync always / everysec "
+               "(50 connections, pipeline 1)", "ratio", 0.25,
+               "the fsync distribution is the calibration's samples; 25 % for the disk's "
+               "drift between the calibration and this load", False, _aof_real, _aof_model),
+    Experiment("fork_ms", f"fork() of a BGSAVE with {FORK_KEYS:,} keys of {FORK_VALUE} B "
+               "(~800 MB; calibrated at 100 and 400 MB)", "ms", 0.25,
+               "fork time varies by ~20 % between BGSAVEs of one dataset (calibration runs)",
+               False, _fork_real, _fork_model),
+]
