@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 ZERO_OVERHEAD = {
-    "iteration": 0, "read": 0, "read-per-byte": 0, "write": 0, "write-per-byte": 0,
+    "iteration": 0, "wakeup": 0, "read": 0, "read-per-byte": 0, "write": 0, "write-per-byte": 0,
     "accept": 0, "close": 0, "cron": 0, "clients-cron-per-client": 0,
 }
 

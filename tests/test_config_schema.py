@@ -78,7 +78,7 @@ def test_empty_scenario_defaults() -> None:
     assert sc.sample_interval == 1.0
     assert sc.network.rtt == 200e-6
     assert sc.engine.reply_batching is True
-    assert sc.engine.cpu.read == 2.5 and sc.engine.cpu.write == 3.5
+    assert sc.engine.cpu.read == 1.50 and sc.engine.cpu.write == 2.25  # reference host
     assert sc.engine.cpu.distribution == "fixed"
     [group] = sc.clients
     assert (group.name, group.kind, group.processes, group.threads) == ("group0", "closed", 1, 1)
@@ -393,3 +393,30 @@ def test_group_names_filled_by_position() -> None:
 def test_client_group_built_in_code_is_checked() -> None:
     with pytest.raises(pydantic.ValidationError):
         ClientGroup(kind="open")
+
+
+def test_cpu_defaults_are_the_reference_host_calibration() -> None:
+    """engine.cpu's defaults and the command table are the medians measured on the
+    reference host (results/calibration/reference-host/calibration.yaml), rounded
+    to 2-3 significant digits (≤ 2 %)."""
+    from pathlib import Path
+
+    import yaml
+
+    from redsim.config.units import parse_cost_us
+    from redsim.model.commands import COMMANDS
+
+    cal = Path(__file__).parent.parent / "results/calibration/reference-host/calibration.yaml"
+    cpu = yaml.safe_load(cal.read_text())["values"]["engine"]["cpu"]
+    defaults = Scenario().engine.cpu
+    for key in ("read", "write", "wakeup", "eviction-check", "eviction-sample",
+                "eviction-delete"):
+        assert getattr(defaults, key.replace("-", "_")) == pytest.approx(
+            parse_cost_us(cpu[key]), rel=0.02), key
+    assert len(cpu["commands"]) == 21
+    for name, parts in cpu["commands"].items():
+        assert COMMANDS[name].fixed_us == pytest.approx(parse_cost_us(parts["fixed"]),
+                                                        rel=0.02), name
+        if "per-element" in parts:
+            assert COMMANDS[name].per_element_us == pytest.approx(
+                parse_cost_us(parts["per-element"]), rel=0.02), name

@@ -20,6 +20,8 @@ import pytest
 
 from redsim.live.server import RedisNotFound, RedisServer, find_redis
 
+pytestmark = pytest.mark.live
+
 
 @pytest.fixture(scope="module", autouse=True)
 def _needs_redis():

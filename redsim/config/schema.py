@@ -416,7 +416,15 @@ def _parse_commands(v: Any) -> dict[str, Any]:
 
 
 class Cpu(_Model):
-    """Main-thread CPU costs, µs, besides the command procedures themselves."""
+    """Main-thread CPU costs, µs, besides the command procedures themselves.
+
+    Defaults are a calibration of the reference host, a 2-vCPU AMD EPYC VM
+    running Debian's Redis 7.0.15 (``redsim calibrate --start --reps 5``, file
+    ``results/calibration/reference-host/calibration.yaml``, the medians of five
+    calibrations a minute or more apart, 2026-11-24): the
+    per-request I/O, the sleeping poll, the eviction costs and the command
+    table's per-command parts. Costs it did not measure (iteration, per byte,
+    accept/close, cron, expiry, AOF write) keep their earlier estimates."""
 
     scale: Annotated[float, _v(parse_float, minimum=0, exclusive_min=True)] = 1.0
     """Multiplier on every main-thread CPU cost below and in the command table
@@ -425,17 +433,19 @@ class Cpu(_Model):
 
     iteration: CostUs = 1.0
     """Per event-loop iteration: epoll_wait + beforeSleep fixed work, µs."""
-    wakeup: CostUs = 0.0
+    wakeup: CostUs = 16.7
     """Per iteration whose epoll_wait slept: the blocking call, the wake-up and the
     caches gone cold after it, µs. What a lightly loaded server pays per request
     (``redsim calibrate`` measures it from the main thread's voluntary context
     switches)."""
-    read: CostUs = 2.5
-    """Per read() of a connection, incl. parsing what was read, µs."""
+    read: CostUs = 1.50
+    """Per read() of a connection, incl. parsing what was read, µs (the reference
+    host's per-request I/O cost, 3.75 µs, split 40/60 between read and write)."""
     read_per_byte: CostUs = 0.0002
     """Per byte read, µs/B."""
-    write: CostUs = 3.5
-    """Per reply write() to a connection, µs."""
+    write: CostUs = 2.25
+    """Per reply write() to a connection, µs (on loopback a write also runs the
+    receiver's TCP input path, hence the larger share)."""
     write_per_byte: CostUs = 0.0002
     """Per byte written, µs/B."""
     accept: CostUs = 20.0
@@ -448,12 +458,15 @@ class Cpu(_Model):
     """clientsCron work per client visited, µs."""
     eviction_call: CostUs = 0.05
     """performEvictions when memory is under the limit (getMaxmemoryState), µs."""
-    eviction_check: CostUs = 1.0
+    eviction_check: CostUs = 0.25
     """performEvictions over the limit: not-counted memory, timers, latency monitor, µs."""
-    eviction_sample: CostUs = 0.3
+    eviction_sample: CostUs = 0.076
     """Per key sampled into the eviction pool (a cache miss and a score), µs."""
-    eviction_delete: CostUs = 2.0
-    """Per key evicted: dbDelete, free, keyspace event, propagation of the DEL, µs."""
+    eviction_delete: CostUs = 0.50
+    """Per key evicted: dbDelete, free, keyspace event, propagation of the DEL, µs.
+    The three eviction defaults total the reference host's 1.13 µs per evicted key
+    with 900K keys of 100 B; a keyspace far larger than the CPU caches costs more
+    per sample and delete (GitLab's 60 GB: ~31 µs per key, scenarios/gitlab-2022.yaml)."""
     expire_sample: CostUs = 0.15
     """activeExpireCycle, per key looked at, µs."""
     expire_delete: CostUs = 2.0

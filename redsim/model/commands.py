@@ -8,14 +8,22 @@ a fixed part, a part per byte of value copied, and a part per element touched
 Socket read/parse and reply write costs are not here: they are per syscall and
 live in the engine's CPU model (`engine.cpu.read`, `engine.cpu.write`).
 
-Default sources (reference §6.2):
-- GET 1.0 µs, SET 1.4 µs: the two-parameter fit `a/P + b` to the redis-benchmark
-  E5520 rows (b ≈ 1.0 µs GET, 1.4 µs SET).
-- SADD 1.34, SCARD 0.52, HMSET/HSET 6.98 for ~10 fields, HGETALL 8.37 µs: the
-  production `INFO commandstats` in valkey-io/valkey#2322 (p50 SET 1.0 µs).
+Default sources:
+- GET, SET, SETEX, DEL, UNLINK, EXISTS, INCR, DECR, MGET, MSET, EXPIRE, SADD,
+  SCARD, LPUSH, RPUSH, LPOP, RPOP, HSET, HGET, ZADD and PING: the reference
+  host's calibration (``results/calibration/reference-host/``: Debian's Redis
+  7.0.15 on a 2-vCPU EPYC VM, medians of five calibrations, 2026-11-24), the
+  main thread's CPU per command at redis-benchmark -c 50 -P 16 less the shared
+  read/write; the commands with keys or members measured with 1 and 10 of them
+  for their per-element part. It is more than ``INFO commandstats`` shows (the
+  procedure alone, e.g. SET ~0.4 µs of 0.61): lookup, ``processCommand`` and the
+  reply count here, since the model has no other per-command cost.
+- SMEMBERS, HGETALL, ZRANGE, SCAN, INFO (not measured there): the production
+  ``INFO commandstats`` in valkey-io/valkey#2322 and the redis-benchmark fit of
+  reference §6.2 (per command, older hardware).
 - Per-byte 0.0002 µs/B: a memcpy at ~5 GB/s, the order of one core's copy speed.
-- Per-element parts: chosen so a 10-key MGET or 50-member SMEMBERS lands at a few
-  µs, consistent with the HGETALL figure above (≈0.15 µs per field).
+- Per-element parts of the unmeasured commands: chosen so a 50-member SMEMBERS
+  lands at a few µs, consistent with the HGETALL figure above (≈0.15 µs per field).
 Values vary with object size and host; calibrate from `INFO commandstats`
 (reference §6.3) and override per command in the scenario's `engine.cpu.commands`.
 """
@@ -80,32 +88,32 @@ class Command:
 
 
 _TABLE = [
-    Command("GET", SHAPE_KEY, 1.0, effect=EFFECT_READ),
-    Command("SET", SHAPE_KEY_VALUE, 1.4, write=True, denyoom=True, effect=EFFECT_WRITE),
-    Command("SETEX", SHAPE_KEY_VALUE, 1.4, write=True, denyoom=True, effect=EFFECT_WRITE),
-    Command("DEL", SHAPE_KEYS_INT, 1.2, per_element_us=0.3, write=True, effect=EFFECT_DELETE),
-    Command("UNLINK", SHAPE_KEYS_INT, 1.2, per_element_us=0.3, write=True, effect=EFFECT_DELETE),
-    Command("EXISTS", SHAPE_KEYS_INT, 0.8, per_element_us=0.2, effect=EFFECT_EXISTS),
-    Command("INCR", SHAPE_KEY_INT, 1.1, write=True, denyoom=True, effect=EFFECT_INCR),
-    Command("DECR", SHAPE_KEY_INT, 1.1, write=True, denyoom=True, effect=EFFECT_INCR),
-    Command("MGET", SHAPE_MULTI_GET, 1.0, per_element_us=0.4, effect=EFFECT_READ),
-    Command("MSET", SHAPE_MULTI_SET, 1.4, per_element_us=0.6, write=True, denyoom=True,
+    Command("GET", SHAPE_KEY, 0.52, effect=EFFECT_READ),
+    Command("SET", SHAPE_KEY_VALUE, 0.61, write=True, denyoom=True, effect=EFFECT_WRITE),
+    Command("SETEX", SHAPE_KEY_VALUE, 0.94, write=True, denyoom=True, effect=EFFECT_WRITE),
+    Command("DEL", SHAPE_KEYS_INT, 0.38, per_element_us=0.073, write=True, effect=EFFECT_DELETE),
+    Command("UNLINK", SHAPE_KEYS_INT, 0.37, per_element_us=0.078, write=True, effect=EFFECT_DELETE),
+    Command("EXISTS", SHAPE_KEYS_INT, 0.35, per_element_us=0.13, effect=EFFECT_EXISTS),
+    Command("INCR", SHAPE_KEY_INT, 0.57, write=True, denyoom=True, effect=EFFECT_INCR),
+    Command("DECR", SHAPE_KEY_INT, 0.53, write=True, denyoom=True, effect=EFFECT_INCR),
+    Command("MGET", SHAPE_MULTI_GET, 0.31, per_element_us=0.23, effect=EFFECT_READ),
+    Command("MSET", SHAPE_MULTI_SET, 0.31, per_element_us=0.28, write=True, denyoom=True,
             effect=EFFECT_WRITE),
-    Command("SADD", SHAPE_KEY_MEMBERS_INT, 1.34, per_element_us=0.3, write=True, denyoom=True),
+    Command("SADD", SHAPE_KEY_MEMBERS_INT, 0.41, per_element_us=0.093, write=True, denyoom=True),
     Command("SMEMBERS", SHAPE_KEY_ARRAY, 1.0, per_element_us=0.1),
-    Command("SCARD", SHAPE_KEY_INT, 0.52),
-    Command("LPUSH", SHAPE_KEY_MEMBERS_INT, 1.2, per_element_us=0.2, write=True, denyoom=True),
-    Command("RPUSH", SHAPE_KEY_MEMBERS_INT, 1.2, per_element_us=0.2, write=True, denyoom=True),
-    Command("LPOP", SHAPE_KEY, 1.0, write=True),
-    Command("RPOP", SHAPE_KEY, 1.0, write=True),
-    Command("HSET", SHAPE_KEY_FIELD_VALUE, 1.5, write=True, denyoom=True),
-    Command("HGET", SHAPE_KEY, 1.0),
+    Command("SCARD", SHAPE_KEY_INT, 0.26),
+    Command("LPUSH", SHAPE_KEY_MEMBERS_INT, 0.29, per_element_us=0.074, write=True, denyoom=True),
+    Command("RPUSH", SHAPE_KEY_MEMBERS_INT, 0.26, per_element_us=0.038, write=True, denyoom=True),
+    Command("LPOP", SHAPE_KEY, 0.44, write=True),
+    Command("RPOP", SHAPE_KEY, 0.37, write=True),
+    Command("HSET", SHAPE_KEY_FIELD_VALUE, 0.5, write=True, denyoom=True),
+    Command("HGET", SHAPE_KEY, 0.39),
     Command("HGETALL", SHAPE_KEY_ARRAY, 1.0, per_element_us=0.15),
-    Command("ZADD", SHAPE_KEY_FIELD_VALUE, 2.0, write=True, denyoom=True),
+    Command("ZADD", SHAPE_KEY_FIELD_VALUE, 1.4, write=True, denyoom=True),
     Command("ZRANGE", SHAPE_KEY_ARRAY, 1.5, per_element_us=0.1),
-    Command("EXPIRE", SHAPE_KEY_TTL, 1.0, write=True, effect=EFFECT_EXPIRE),
+    Command("EXPIRE", SHAPE_KEY_TTL, 0.82, write=True, effect=EFFECT_EXPIRE),
     Command("SCAN", SHAPE_SCAN, 2.0, per_element_us=0.2),
-    Command("PING", SHAPE_SIMPLE, 0.3),
+    Command("PING", SHAPE_SIMPLE, 0.13),
     Command("INFO", SHAPE_INFO, 20.0),
 ]
 

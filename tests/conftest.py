@@ -1,0 +1,46 @@
+"""A quiet machine for the tests that measure a real server.
+
+The suite runs on two pytest-xdist workers. A test marked ``live`` measures a
+redis-server's CPU time and memory, figures a simulation running on the other
+core would disturb (shared caches and memory bandwidth), so while a live test
+runs no other test does: every test holds a shared lock on one file for its
+duration, a live test an exclusive one, and a live test waiting for its turn
+raises a flag that keeps other tests from starting (so a stream of short tests
+on the other worker cannot starve it).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+_DIR = Path(tempfile.gettempdir()) / f"redsim-tests-{os.getuid()}"
+_LOCK = _DIR / "measure.lock"
+_WANT = _DIR / "measure.wanted"
+_STALE_S = 1800.0  # a flag older than this was left by a killed run
+
+
+@pytest.fixture(autouse=True)
+def _measurement_quiet(request):
+    _DIR.mkdir(exist_ok=True)
+    live = request.node.get_closest_marker("live") is not None
+    with open(_LOCK, "a") as f:
+        if live:
+            _WANT.touch()
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX)
+            finally:
+                _WANT.unlink(missing_ok=True)
+        else:
+            while _WANT.exists() and time.time() - _WANT.stat().st_mtime < _STALE_S:
+                time.sleep(0.05)
+            fcntl.flock(f, fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)

@@ -1,0 +1,39 @@
+"""The model next to a real redis-server: the quick validation subset in CI.
+
+`python -m redsim.validation --quick` as a test: a throw-away Debian
+redis-server, the model calibrated on it (`redsim calibrate`), then main-thread
+CPU per SET at pipeline 1, 4 and 16 and for a lone client, `mem_clients_normal`
+per connection at three connection counts with values up to 16 KB, and bytes
+per key at three value sizes. Each row's tolerance is set by the runner from
+the real repetitions before the model runs (`redsim/validation/runner.py`); a
+row outside it fails this test and stays in the table printed with it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from redsim.live.server import RedisNotFound, find_redis
+
+pytestmark = pytest.mark.live
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _needs_redis():
+    try:
+        find_redis()
+        find_redis("redis-benchmark")
+    except RedisNotFound as exc:
+        pytest.skip(f"no real Redis on this machine: {exc}")
+
+
+def test_quick_subset_is_within_tolerance(tmp_path):
+    from redsim.validation import validate
+    from redsim.validation.runner import markdown
+
+    rows = validate(tmp_path, quick=True, say=lambda m: None)
+    assert {r.name for r in rows} == {"cpu_p1", "cpu_p16", "cpu_p4", "cpu_c1", "clients_30",
+                                      "clients_300", "clients_900", "key_bytes_3",
+                                      "key_bytes_100", "key_bytes_1000"}
+    failed = [r for r in rows if not r.passed]
+    assert not failed, "\n" + markdown(rows)
