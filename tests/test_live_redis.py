@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -67,12 +68,17 @@ def test_a_server_dies_with_the_program_that_started_it():
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     pid = int(proc.stdout.readline())
     assert _alive(pid)
+    folder = Path(f"/proc/{pid}/cwd").resolve()  # the server runs in its data folder
+    assert folder.name.startswith("redsim-redis-")
     proc.send_signal(signal.SIGKILL)  # no atexit, no finally: only PR_SET_PDEATHSIG
     proc.wait()
     deadline = time.monotonic() + 5
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(pid)
+    assert folder.exists()  # its starter could not clean up …
+    with RedisServer():
+        assert not folder.exists()  # … the next start does
 
 
 def test_calibration_leaves_the_server_as_it_found_it(tmp_path):

@@ -7,7 +7,9 @@ folder when it stops. It stops the process it started, by PID: SIGTERM, then
 SIGKILL if the server has not exited within a few seconds. The child is also
 asked to die with its parent (Linux ``PR_SET_PDEATHSIG``), and an ``atexit``
 hook stops it if the program ends without calling ``stop()``, so a crashed or
-interrupted calibration leaves no server behind.
+interrupted calibration leaves no server behind; the folder of a server whose
+starter was killed outright is removed by the next ``start()`` (each folder
+names its starter's PID).
 
 Nothing here connects to a server it did not start.
 """
@@ -78,6 +80,36 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
+DIR_PREFIX = "redsim-redis-"
+OWNER_FILE = "owner.pid"
+"""In each data folder: the PID of the program that started the server."""
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_orphans() -> int:
+    """Remove the data folders of servers whose starter is gone (killed before it
+    could clean up; the server itself died with it). Returns how many."""
+    removed = 0
+    for d in Path(tempfile.gettempdir()).glob(DIR_PREFIX + "*"):
+        try:
+            owner = int((d / OWNER_FILE).read_text())
+        except (OSError, ValueError):
+            continue  # not ours, or being created right now
+        if not _pid_alive(owner):
+            shutil.rmtree(d, ignore_errors=True)
+            removed += 1
+    return removed
+
+
 _LIVE: weakref.WeakSet[RedisServer] = weakref.WeakSet()
 
 
@@ -124,7 +156,9 @@ class RedisServer:
         """Start the server and wait until it answers PING; returns self."""
         if self.proc is not None:
             return self
-        self.dir = Path(tempfile.mkdtemp(prefix="redsim-redis-"))
+        remove_orphans()
+        self.dir = Path(tempfile.mkdtemp(prefix=DIR_PREFIX))
+        (self.dir / OWNER_FILE).write_text(str(os.getpid()))
         last_error = ""
         for _ in range(3):  # a free port can be taken between the probe and the bind
             self.port = free_port()
