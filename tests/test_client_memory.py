@@ -3,9 +3,10 @@
 Reference §3.6: 200 connections that each send one PING and then stay idle.
 Measured on Redis 7.0.15 (``mem_clients_normal`` / 200): 22.3 KB per client
 1.5 s after the PING, 1.8 KB after 7.5 s idle. The sizes behind them (7.x):
-struct 896 B + c->buf (16 KB, shrunk to 1 KB by clientsCron) + query buffer
-(20 480 B, trimmed after 2 s idle). 6.2: struct with the reply buffer inside,
-20 480 B, plus a 40 960 B greedy query buffer until the next clientsCron visit.
+struct (7.0: the 768-B class, 7.2: 896 B) + c->buf (16 KB, shrunk to 1 KB by
+clientsCron) + query buffer (20 480 B, trimmed after 2 s idle). 6.2: struct
+with the reply buffer inside, 20 480 B, plus a 40 960 B greedy query buffer
+until the next clientsCron visit.
 """
 
 from __future__ import annotations
@@ -32,11 +33,11 @@ def _per_client(ts, t: float, column: str) -> float:
 def test_7x_client_memory_matches_the_measured_server(tmp_path):
     ts = simulate(load_scenario(_idle_after_one_ping(tmp_path, "7.0"))).timeseries
     # 1.5 s after the PING (t = 2.0): every client visited once (200 clients / hz 10
-    # = 20 per call, 10 calls a second): 896 + 1 024 + 20 480 = 22 400 B.
-    assert _per_client(ts, 2.0, "mem_clients_normal") == 896 + 1024 + 20480
+    # = 20 per call, 10 calls a second): 768 + 1 024 + 20 480 = 22 272 B.
+    assert _per_client(ts, 2.0, "mem_clients_normal") == 768 + 1024 + 20480
     assert _per_client(ts, 2.0, "mem_clients_normal") / 1024 == pytest.approx(22.3, rel=0.03)
     # After > 2 s idle the query buffer is trimmed to an empty sds (8 B).
-    assert _per_client(ts, 8.0, "mem_clients_normal") == 896 + 1024 + 8
+    assert _per_client(ts, 8.0, "mem_clients_normal") == 768 + 1024 + 8
     assert _per_client(ts, 8.0, "mem_clients_normal") / 1024 == pytest.approx(1.8, rel=0.06)
 
 

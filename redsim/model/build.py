@@ -311,6 +311,7 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
         big_n=np.zeros(C, np.int64), big_len=np.zeros(C, np.int64),
         reply_bytes=np.zeros(C, np.int64), reply_nodes=np.zeros(C, np.int64),
         qb_alloc=np.zeros(C, np.int64), qb_peak=np.zeros(C, np.int64), t_read=np.zeros(C),
+        qb_room=np.zeros(C, np.int64), qb_hdr=np.zeros(C, np.int64),
         buf_usable=np.zeros(C, np.int64), buf_peak=np.zeros(C, np.int64),
         t_buf_reset=np.zeros(C), mem=np.zeros(C, np.int64), mem_info=np.zeros(C, np.int64),
         tail_room=np.zeros(C, np.int64), in_pw=np.zeros(C, np.int64),
@@ -439,6 +440,7 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
     F[S.T_NEXT_SNAP] = dt
     I[S.BATCHING] = 1 if scenario.engine.reply_batching else 0
     I[S.REDIS_62] = 1 if scenario.redis_version == "6.2" else 0
+    I[S.REDIS_72] = 1 if scenario.redis_version == "7.2" else 0
     I[S.DIST_EXP] = 1 if cpu.distribution == "exponential" else 0
     I[S.N_WIN] = n_win
     I[S.MAXCLIENTS] = server.maxclients

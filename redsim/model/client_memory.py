@@ -5,10 +5,13 @@ to its close, the model keeps:
 
 - the client struct: 6.2 16 992 B with the 16 KB reply buffer inside (class
   20 480 B); 7.x 776 B (class 896 B) plus ``c->buf``, allocated separately;
-- the query buffer: after a read into an empty buffer, 6.2 allocates
-  greedily (16 KB doubled to 32 KB: 40 960 B), 7.x exactly 16 KB (20 480 B); a
-  big argument (≥ 32 KB) gets a buffer of its own size; the allocation stays
-  after its bytes are consumed;
+- the query buffer, an sds (``query_buffer_read`` follows sdsMakeRoomFor and
+  readQueryFromClient per version): ``sdsempty()`` at connect (8 B); a read
+  into it allocates greedily in 6.2 (16 KB doubled to 32 KB: 40 960 B), exactly
+  16 KB in 7.x (20 480 B), and 7.x then reads as much as the buffer has room
+  for, growing greedily only when less than 16 KB is free; a big argument
+  (≥ 32 KB) gets room for all of it; the allocation stays after its bytes are
+  consumed;
 - the reply list: replies beyond ``c->buf`` go to 16 KB nodes (20 480 B each,
   20 464 usable), freed as they are written;
 - 7.x ``c->buf``: 16 KB at connect, resized by ``clientsCron`` (down to 1 KB
@@ -21,7 +24,9 @@ round-robin, so each about once per second:
   or the client has been idle > 2 s (and > 4 KB would be freed); the peak is
   the buffer's length *before* each read, so a client sending small commands
   is trimmed at every visit and re-grows 40 KB at its next read;
-- 7.x trims it only when idle > 2 s, or when over 32 KB and twice its peak;
+- 7.x trims it only when idle > 2 s, or when its room is over 32 KB and twice
+  its peak (then to the peak or the current bulk, whichever is larger);
+- idle time is whole seconds of ``server.unixtime`` (``idletime > 2``);
 - INFO's ``mem_clients_normal`` takes each client's memory at its visit (it
   lags); ``used_memory`` always has the true value.
 
@@ -44,6 +49,7 @@ from redsim.model.state import (
     N_CONNS,
     Q16,
     REDIS_62,
+    REDIS_72,
     T,
 )
 
@@ -56,15 +62,85 @@ IDLE_TRIM_S = 2.0  # a client idle this long has its query buffer trimmed
 BUF_PEAK_RESET_S = 5.0  # REPLY_BUFFER_DEFAULT_PEAK_RESET_TIME
 
 
+SDS_MAX_PREALLOC = 1024 * 1024  # greedy growth doubles below this, then adds it (sds.h)
+
+
 @leaf
 def sds_alloc(w, length, greedy):
-    """Allocation of a query-buffer sds holding ``length`` bytes (sdsMakeRoomFor)."""
+    """Allocation of an sds made for ``length`` bytes (header by its type, the
+    room doubled when ``greedy``); used where a buffer is made from nothing."""
     if length <= 0:
         return 8  # an empty sds: header + NUL
-    if greedy and length < 1024 * 1024:
+    if greedy and length < SDS_MAX_PREALLOC:
         length *= 2
     hdr = 3 if length < 256 else (5 if length < 65536 else 9)
     return size_class(hdr + length + 1, w.I[Q16])
+
+
+@leaf
+def sds_type_hdr(newlen):
+    """Header bytes of the sds type ``sdsReqType`` picks for ``newlen`` bytes, with
+    type 5 raised to type 8 as ``sdsMakeRoomFor`` and a re-growing resize do."""
+    if newlen < 256:
+        return 3
+    if newlen < 65536:
+        return 5
+    return 9
+
+
+@leaf
+def sds_type_max(hdr):
+    """Largest alloc an sds type records (``sdsTypeMaxSize``)."""
+    if hdr == 3:
+        return 255
+    if hdr == 5:
+        return 65535
+    return 1 << 62
+
+
+@leaf
+def qb_set(w, c, hdr, room, alloc):
+    """The query buffer becomes a ``hdr``-byte-header sds with room for ``room``
+    bytes in a jemalloc allocation of ``alloc`` bytes."""
+    w.cn_qb_hdr[c] = hdr
+    w.cn_qb_room[c] = room
+    if alloc != w.cn_qb_alloc[c]:
+        w.cn_qb_alloc[c] = alloc
+        update(w, c)
+
+
+@leaf
+def make_room_for(w, c, length, addlen, greedy):
+    """``_sdsMakeRoomFor(querybuf, addlen, greedy)`` with ``length`` bytes in it.
+
+    Nothing happens when the buffer already has room for ``addlen`` more
+    (sdsavail ≥ addlen). Otherwise the new length is doubled below 1 MB when
+    greedy, the type follows it, and the sds gets all the allocation jemalloc
+    gives (``s_malloc_usable``): its room is the class less header and NUL,
+    capped at what the type can record.
+    """
+    if w.cn_qb_room[c] - length >= addlen:
+        return
+    newlen = length + addlen
+    if greedy:
+        newlen = newlen * 2 if newlen < SDS_MAX_PREALLOC else newlen + SDS_MAX_PREALLOC
+    hdr = sds_type_hdr(newlen)
+    alloc = size_class(hdr + newlen + 1, w.I[Q16])
+    qb_set(w, c, hdr, min(alloc - hdr - 1, sds_type_max(hdr)), alloc)
+
+
+@leaf
+def sds_resize(w, c, size):
+    """``sdsResize(querybuf, size, would_regrow=1)`` (``sdsRemoveFreeSpace`` is a
+    resize to the length): a realloc that keeps the old header when the type is
+    the same, or smaller but above type 8; its room is exactly ``size``."""
+    if w.cn_qb_room[c] == size:
+        return
+    old = w.cn_qb_hdr[c]
+    hdr = sds_type_hdr(size)
+    if old == hdr or (hdr < old and hdr > 3):
+        hdr = old
+    qb_set(w, c, hdr, size, size_class(hdr + size + 1, w.I[Q16]))
 
 
 @leaf
@@ -98,7 +174,9 @@ def update(w, c):
 @leaf
 def create_client(w, c):
     """``createClient`` at accept: the struct and (7.x) a 16 KB ``c->buf``."""
-    w.cn_qb_alloc[c] = 0
+    w.cn_qb_alloc[c] = size_class(4, w.I[Q16])  # sdsempty(): an 8-type header, no room
+    w.cn_qb_room[c] = 0
+    w.cn_qb_hdr[c] = 3
     w.cn_qb_peak[c] = 0
     w.cn_buf_usable[c] = PROTO_REPLY_CHUNK_BYTES
     w.cn_buf_peak[c] = 0
@@ -117,31 +195,61 @@ def free_client(w, c):
     w.cn_mem[c] = 0
     w.cn_mem_info[c] = 0
     w.cn_qb_alloc[c] = 0
+    w.cn_qb_room[c] = 0
+    w.cn_qb_hdr[c] = 0
 
 
 @leaf
-def query_buffer_read(w, c, buffered, readlen, big_len):
-    """The query buffer for one read that asks for ``readlen`` bytes, with
-    ``buffered`` bytes of an unfinished command already in it; ``big_len`` > 0 when
-    the read is inside a big argument of that many bytes (its own exact buffer)."""
+def query_buffer_read(w, c, buffered, big_remaining, big_len):
+    """``readQueryFromClient`` up to the ``read()``: the query buffer made ready
+    and the number of bytes asked for, with ``buffered`` bytes of an unfinished
+    command already in it. ``big_len`` > 0 inside a big bulk argument of that
+    many bytes (with its CRLF), of which ``big_remaining`` are still to come.
+
+    6.2: ask for 16 KB (inside a big argument, what is left of it if less);
+    greedy ``sdsMakeRoomFor`` for that; the peak is the length before the read.
+    7.x (PR #9003): inside a big argument, ask for exactly what is left
+    (non-greedy); with less than 16 KB of room, ask for 16 KB (non-greedy:
+    the first read of a connection allocates 20 480 B); otherwise greedy
+    ``sdsMakeRoomFor(16 KB)`` — nothing at all when the buffer has 16 KB free —
+    and ask for all the room there is (``sdsavail``), so a request a little over
+    16 KB arrives in one read into a buffer already allocated. 7.2 also lifts
+    the peak to what a non-greedy read asked for; 7.0 does not.
+    Inside a big argument the parser has already made room for all of it
+    (``processMultibulkBuffer``'s hint: greedy in 6.2, exact in 7.x).
+    """
     I = w.I
-    if big_len > 0:
-        need = sds_alloc(w, big_len, False)
-        if buffered + readlen > w.cn_qb_peak[c]:
-            w.cn_qb_peak[c] = buffered + readlen
-    elif I[REDIS_62]:
+    if I[REDIS_62]:
         if buffered > w.cn_qb_peak[c]:
             w.cn_qb_peak[c] = buffered  # 6.2: the length before the read
-        need = sds_alloc(w, buffered + readlen, True)
-    else:
-        if buffered + readlen > w.cn_qb_peak[c]:
+        readlen = PROTO_IOBUF_LEN
+        if big_len > 0:
+            make_room_for(w, c, 0, big_len, True)
+            if big_remaining < readlen:
+                readlen = big_remaining
+        make_room_for(w, c, buffered, readlen, True)
+    elif big_len > 0:
+        make_room_for(w, c, 0, big_len, False)
+        readlen = big_remaining
+        if I[REDIS_72] and buffered + readlen > w.cn_qb_peak[c]:
             w.cn_qb_peak[c] = buffered + readlen
-        need = sds_alloc(w, buffered + readlen, buffered + readlen > PROTO_IOBUF_LEN
-                         and readlen < PROTO_MBULK_BIG_ARG)
-    if need > w.cn_qb_alloc[c]:
-        w.cn_qb_alloc[c] = need
-        update(w, c)
+    elif w.cn_qb_room[c] < PROTO_IOBUF_LEN:
+        readlen = PROTO_IOBUF_LEN
+        make_room_for(w, c, buffered, readlen, False)
+        if I[REDIS_72] and buffered + readlen > w.cn_qb_peak[c]:
+            w.cn_qb_peak[c] = buffered + readlen
+    else:
+        make_room_for(w, c, buffered, PROTO_IOBUF_LEN, True)
+        readlen = w.cn_qb_room[c] - buffered
     w.cn_t_read[c] = w.F[T]
+    return readlen
+
+
+@leaf
+def query_buffer_filled(w, c, length):
+    """After the read: 7.x sets the peak from the buffer's new length."""
+    if not w.I[REDIS_62] and length > w.cn_qb_peak[c]:
+        w.cn_qb_peak[c] = length
 
 
 @leaf
@@ -154,26 +262,50 @@ def reply_added(w, c):
 
 
 @leaf
-def resize_query_buffer(w, c, buffered):
-    """``clientsCronResizeQueryBuffer`` for one client."""
+def resize_query_buffer(w, c, buffered, bulklen):
+    """``clientsCronResizeQueryBuffer`` for one client with ``buffered`` bytes of an
+    unfinished command, inside a bulk argument of ``bulklen`` bytes (-1: none).
+
+    Idle time is whole seconds of ``server.unixtime`` since the last read
+    (``idletime > 2``: at least 3 ticks of the seconds clock). 6.2 compares the
+    allocation (``sdsAllocSize``), 7.x the room (``sdsalloc``); 7.2 counts the
+    bulk's CRLF where 7.0 does not.
+    """
     I = w.I
-    alloc = w.cn_qb_alloc[c]
-    if alloc == 0:
+    if w.cn_qb_alloc[c] == 0:
         return
-    idle = w.F[T] - w.cn_t_read[c]
-    avail = alloc - buffered
+    idle = int(w.F[T]) - int(w.cn_t_read[c])
+    avail = w.cn_qb_room[c] - buffered
     if I[REDIS_62]:
-        if (alloc > PROTO_MBULK_BIG_ARG and (alloc // (w.cn_qb_peak[c] + 1) > 2
-                                            or idle > IDLE_TRIM_S) and avail > QUERYBUF_SLACK):
-            w.cn_qb_alloc[c] = sds_alloc(w, buffered, False)
+        alloc = w.cn_qb_alloc[c]
+        if (alloc > PROTO_MBULK_BIG_ARG and (alloc // (w.cn_qb_peak[c] + 1) > 2 or idle > 2)
+                and avail > QUERYBUF_SLACK):
+            sds_resize(w, c, buffered)
         w.cn_qb_peak[c] = 0
         return
+    crlf = 2 if I[REDIS_72] else 0
     if avail > QUERYBUF_SLACK:
-        if idle > IDLE_TRIM_S:
-            w.cn_qb_alloc[c] = sds_alloc(w, buffered, False)
-        elif alloc > PROTO_MBULK_BIG_ARG and alloc // 2 > w.cn_qb_peak[c]:
-            w.cn_qb_alloc[c] = sds_alloc(w, max(buffered, w.cn_qb_peak[c]), False)
+        room = w.cn_qb_room[c]
+        if idle > 2:
+            sds_resize(w, c, buffered)
+        elif room > PROTO_MBULK_BIG_ARG and room // 2 > w.cn_qb_peak[c]:
+            size = max(buffered, w.cn_qb_peak[c])
+            if bulklen >= 0 and size < bulklen + crlf:
+                size = bulklen + crlf
+            sds_resize(w, c, size)
     w.cn_qb_peak[c] = buffered
+    if bulklen >= 0 and bulklen + crlf > buffered:
+        w.cn_qb_peak[c] = bulklen + crlf
+
+
+@leaf
+def current_bulk(w, c):
+    """Length of the bulk argument Redis's parser is inside (``c->bulklen``), or
+    -1: with part of a command read, the value it carries, when it has one (the
+    value is the command's long argument; its ``$<len>`` line comes first)."""
+    if w.cn_partial[c] > 0 and w.cn_next_cmd[c] >= 0 and w.cn_next_value[c] > 0:
+        return w.cn_next_value[c]
+    return -1
 
 
 @leaf
@@ -209,7 +341,7 @@ def clients_cron(w, visits):
         if w.cn_mem[c] == 0:  # not connected (or not yet accepted)
             continue
         done += 1
-        resize_query_buffer(w, c, w.cn_partial[c])
+        resize_query_buffer(w, c, w.cn_partial[c], current_bulk(w, c))
         if not I[REDIS_62]:
             resize_output_buffer(w, c)
         update(w, c)

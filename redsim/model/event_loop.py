@@ -12,11 +12,14 @@ One iteration, as in ``src/ae.c`` and ``src/server.c`` (reference §1.1–1.2):
    none is and no timer is due, the thread sleeps until the next arrival or
    the next timer, whichever is first.
 3. File events, in the order the connections became ready (epoll's ready
-   list is FIFO): one ``read()`` of at most ``PROTO_IOBUF_LEN`` = 16 KB per
-   connection, then every complete command in it is executed back-to-back
-   (``processInputBuffer``); replies are queued, not written. Inside a big
-   bulk argument (≥ ``PROTO_MBULK_BIG_ARG`` = 32 KB) the read stops at the
-   argument's end, and 7.x reads all of the rest at once (§1.3).
+   list is FIFO): one ``read()`` per connection, then every complete command
+   in it is executed back-to-back (``processInputBuffer``); replies are
+   queued, not written. How much a read asks for follows the version
+   (``client_memory.query_buffer_read``, §1.3): 6.2 at most
+   ``PROTO_IOBUF_LEN`` = 16 KB; 7.x 16 KB into a buffer with less room than
+   that, else all the room the buffer has (greedy); inside a big bulk
+   argument (≥ ``PROTO_MBULK_BIG_ARG`` = 32 KB) the read stops at the
+   argument's end, and 7.x reads all of the rest at once.
 4. Time events: ``serverCron`` if due (it also runs the persistence cron:
    a finished fork child, save points, AOF rewrite, a postponed AOF flush).
    Its next run is ``1000/hz`` ms after it *returns* (ae reschedules from
@@ -49,9 +52,10 @@ Deviations, each small and documented:
   beforeSleep. Redis writes whole buffers until it has passed 64 KB (up to
   ~78 KB with 16 KB nodes, or all of a big reply's node), then continues from
   the writable handler in the same iteration if the socket takes more.
-- 7.x's greedy read once the query buffer holds ≥ 16 KB is not modelled:
-  with RESP requests the buffer holds only the unparsed part of the current
-  argument, which passes 16 KB only inside a big argument (read exactly).
+- The query buffer's length is taken as the bytes of the unfinished command
+  read so far; Redis has already parsed and dropped its complete arguments
+  (tens of bytes for a SET), so a read near a buffer's edge can be split where
+  Redis's is not.
 
 The tie-break rule at equal instants: client events (arrivals, replies,
 pool operations) at time t are processed before the poll at t, in the order
@@ -74,7 +78,7 @@ from redsim.model.expire import active_expire_cycle
 from redsim.model.fork import fork_command, persistence_cron
 from redsim.model.jit import entry, leaf, step
 from redsim.model.memory import used_memory
-from redsim.model.protocol import PROTO_IOBUF_LEN, big_args, reply_bytes, request_bytes
+from redsim.model.protocol import big_args, reply_bytes, request_bytes
 from redsim.model.ring import wrap
 from redsim.model.rng import exponential, uniform
 from redsim.model.state import (
@@ -234,15 +238,10 @@ def generate_command(w, c):
 
 
 @leaf
-def read_length(w, c):
-    """Bytes ``readQueryFromClient`` asks ``read()`` for on connection c.
-
-    ``PROTO_IOBUF_LEN``, unless the parser already knows it is inside a big
-    bulk argument (its ``$<len>`` line was read): then exactly the bytes left
-    of that argument, so the read stops at its end — 6.2 never asks for more
-    than 16 KB, 7.x reads the whole rest in one go.
-    """
-    readlen = PROTO_IOBUF_LEN
+def big_argument(w, c):
+    """``(remaining, length)`` of the big bulk argument (≥ ``PROTO_MBULK_BIG_ARG``)
+    the parser is inside on connection c — its ``$<len>`` line was read — or
+    ``(0, 0)``: the bytes still to come of it and its length with the CRLF."""
     pos = w.cn_partial[c]
     n = w.cn_big_n[c]
     if pos > 0 and n > 0 and pos >= w.cn_big_first[c]:
@@ -253,10 +252,8 @@ def read_length(w, c):
             k = min((pos - first) // period, n - 1)
         end = first + k * period + w.cn_big_len[c]
         if pos < end:
-            remaining = end - pos
-            if remaining < readlen or not w.I[REDIS_62]:
-                readlen = remaining
-    return readlen
+            return end - pos, w.cn_big_len[c]
+    return 0, 0
 
 
 @leaf
@@ -287,13 +284,9 @@ def read_query_from_client(w, c):
         busy(w, W_CPU_CONNECTIONS, F[C_ACCEPT])
         w.cn_new[c] = 0
         client_memory.create_client(w, c)
-    budget = read_length(w, c)
-    readlen = budget
     buffered = w.cn_partial[c]  # bytes of an unfinished command in the query buffer
-    big_len = 0
-    if buffered > 0 and w.cn_big_n[c] > 0 and buffered >= w.cn_big_first[c]:
-        big_len = w.cn_big_len[c]
-    client_memory.query_buffer_read(w, c, buffered, readlen, big_len)
+    remaining, big_len = big_argument(w, c)
+    budget = client_memory.query_buffer_read(w, c, buffered, remaining, big_len)
     nread = 0
     executed = 0
     cpu = 0.0
@@ -326,6 +319,7 @@ def read_query_from_client(w, c):
         w.cn_next_cmd[c] = -1
         w.cn_cmds_left[c] -= 1
         executed += 1
+    client_memory.query_buffer_filled(w, c, buffered + nread)
     busy(w, W_CPU_READ, F[C_READ] + F[C_READ_B] * nread)
     busy(w, W_CPU_COMMANDS, cpu)
     if evict_cpu > 0.0:

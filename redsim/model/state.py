@@ -89,7 +89,8 @@ import numpy as np
  AOF_SIZE_AT_FORK,  # aof_current_size when the rewrite child forked
  CHILD_FILE_B,  # bytes of the file the child writes (RDB, or the AOF's new base)
  HEAP_HUGE,  # 1: the heap is mapped with 2 MB pages (fork copies 512x fewer entries)
- N_I) = range(116)
+ REDIS_72,  # 1 for redis-version 7.2 (where its read path and clientsCron differ from 7.0)
+ N_I) = range(117)
 
 # Event-loop phases: where the kernel resumes.
 PH_BEFORE_SLEEP = 0
@@ -193,7 +194,8 @@ Conns = namedtuple("Conns", [
     "tail_room",  # 6.2: free bytes in the last of those buffers
     "in_pw",  # 1 while on the clients-pending-write list
     # what the connection holds in used_memory (model/client_memory.py), bytes
-    "qb_alloc", "qb_peak",  # query buffer allocation and querybuf_peak
+    "qb_alloc", "qb_peak",  # query buffer allocation (its jemalloc class) and querybuf_peak
+    "qb_room", "qb_hdr",  # its sds: sdsalloc (bytes it has room for) and header bytes
     "t_read",  # last read (lastinteraction), s
     "buf_usable", "buf_peak", "t_buf_reset",  # 7.x c->buf size, peak fill, peak reset time
     "mem",  # everything the client holds now; 0 = no client (not accepted)
