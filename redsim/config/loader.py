@@ -642,6 +642,7 @@ def load_scenario(
     if calibration is not None:
         data["calibration"] = str(Path(calibration).resolve())
     _merge_redis_conf(data, base, ctx)
+    _resolve_sample_files(data, base)  # empirical distributions' files, as traces
     _merge_calibration(data, base, ctx)
     written = _resolve_traces(data, base)
     try:

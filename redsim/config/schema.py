@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from functools import partial
+from itertools import pairwise
 from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import (
@@ -45,6 +46,7 @@ from redsim.config.units import (
 from redsim.model.commands import COMMANDS, EFFECT_WRITE
 from redsim.model.disk import PRESETS as DISK_PRESETS
 from redsim.model.fork import FORK_PRESETS
+from redsim.model.state import EMP_POINTS
 
 # ---------------------------------------------------------------------------------
 # Annotated value types: a plain Python type plus the unit parser that produces it.
@@ -125,7 +127,7 @@ TraceTiming = Literal["closed", "recorded"]
 Replay = Literal["once", "loop"]
 Checkout = Literal["lifo", "fifo"]
 KeyDistribution = Literal["uniform", "zipf"]
-DistKind = Literal["fixed", "exponential", "uniform", "lognormal"]
+DistKind = Literal["fixed", "exponential", "uniform", "lognormal", "empirical"]
 
 
 def _literal(lit: Any) -> BeforeValidator:
@@ -563,7 +565,78 @@ _DIST_KEYS: dict[str, tuple[str, ...]] = {
     "exponential": ("mean",),
     "uniform": ("min", "max"),
     "lognormal": ("mean", "sigma"),
+    "empirical": ("samples", "values", "quantiles", "table"),
 }
+
+MAX_SAMPLES = 10_000_000
+"""Most values a samples file or list may hold."""
+MAX_SAMPLE_FILE = 256 * 1024 * 1024
+"""Largest samples file read, bytes."""
+
+
+def _sample_file(path: Any, parse: Callable[[Any], float]) -> list[float]:
+    """The values of a samples file: one per line (a first line that is not a
+    number is a header; blank lines and ``#`` comments are skipped), plain
+    numbers in the field's base unit or with a unit (``1.2ms``)."""
+    if not isinstance(path, str) or not path.strip():
+        raise BadValue("the path of a samples file (one value per line)", show(path),
+                       field=("samples",))
+    import os
+    import stat
+
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise BadValue("a readable samples file", f"{show(path)} ({exc.strerror})",
+                       field=("samples",)) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise BadValue("a regular file of samples", f"{show(path)} (not a regular file)",
+                       field=("samples",))
+    if st.st_size > MAX_SAMPLE_FILE:
+        raise BadValue(f"a samples file of at most {MAX_SAMPLE_FILE >> 20} MB",
+                       f"{show(path)} ({st.st_size >> 20} MB)", field=("samples",))
+    values: list[float] = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for n, line in enumerate(f, 1):
+            text = line.split("#", 1)[0].strip().split(",")[0].strip()
+            if not text:
+                continue
+            try:
+                values.append(float(text))
+            except ValueError:
+                try:
+                    values.append(float(parse(text)))
+                except BadValue:
+                    if not values and n == 1:
+                        continue  # a header line
+                    raise BadValue(f"a number on every line of {path}",
+                                   f"{show(text)} on line {n}", field=("samples",)) from None
+            if len(values) > MAX_SAMPLES:
+                raise BadValue(f"at most {MAX_SAMPLES:,} samples", f"more in {path}",
+                               field=("samples",))
+    if not values:
+        raise BadValue("at least one sample", f"none in {path}", field=("samples",))
+    return values
+
+
+def empirical_table(values: list[float] | None = None,
+                    quantiles: dict[float, float] | None = None) -> list[float]:
+    """The ``EMP_POINTS``-value inverse-CDF table of samples (their empirical
+    quantiles, linearly interpolated between order statistics) or of given
+    quantiles (probability → value, linearly interpolated between them; below the
+    lowest probability given, its value)."""
+    import numpy as np
+
+    grid = np.linspace(0.0, 1.0, EMP_POINTS)
+    if values is not None:
+        table = np.quantile(np.asarray(values, np.float64), grid)
+    else:
+        assert quantiles is not None
+        ps = sorted(quantiles)
+        table = np.interp(grid, [0.0, *ps] if ps[0] > 0 else ps,
+                          [quantiles[ps[0]], *(quantiles[p] for p in ps)] if ps[0] > 0
+                          else [quantiles[p] for p in ps])
+    return [float(v) for v in table]
 
 
 class _Dist(_Model):
@@ -587,6 +660,8 @@ class _Dist(_Model):
     low: float
     high: float
     sigma: float = 0.0
+    table: tuple[float, ...] = ()
+    """Empirical only: the inverse-CDF table, ``EMP_POINTS`` values."""
 
     @model_validator(mode="before")
     @classmethod
@@ -617,6 +692,8 @@ class _Dist(_Model):
                     field=(str(key),),
                     hint=did_you_mean(str(key), allowed),
                 )
+        if kind == "empirical":
+            return cls._empirical(data)
         values: dict[str, float] = {}
         for key in _DIST_KEYS[kind]:
             if key in data:
@@ -626,6 +703,74 @@ class _Dist(_Model):
                 except BadValue as exc:
                     raise BadValue(exc.expected, exc.found, field=(key,)) from None
         return cls._build(kind, values)
+
+    @classmethod
+    def _empirical(cls, data: dict[Any, Any]) -> dict[str, Any]:
+        """``samples: FILE`` | ``values: [...]`` | ``quantiles: {p: v}`` | ``table``."""
+        given = [k for k in _DIST_KEYS["empirical"] if k in data]
+        if len(given) != 1:
+            raise BadValue("one of samples (a file), values (a list), quantiles "
+                           "(probability: value) or table for an empirical distribution",
+                           "none" if not given else " and ".join(given),
+                           field=(given[1] if len(given) > 1 else "samples",))
+        key = given[0]
+        raw = data[key]
+
+        def value(v: Any, where: tuple[Any, ...]) -> float:
+            # A bare number is in the base unit as it is: a table's interpolated
+            # sizes keep their fractions, so a resolved scenario loads back equal.
+            try:
+                x = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) \
+                    else float(cls._parse(v))
+            except BadValue as exc:
+                raise BadValue(exc.expected, exc.found, field=where) from None
+            if not math.isfinite(x) or x < 0:
+                raise BadValue(f"a finite value ≥ 0 ({cls._unit})", show(v), field=where)
+            return x
+
+        if key == "samples":
+            vals = _sample_file(raw, cls._parse)
+            for i, v in enumerate(vals):
+                if not math.isfinite(v) or v < 0:
+                    raise BadValue(f"finite samples ≥ 0 ({cls._unit})",
+                                   f"{v!r} (sample {i + 1} of {raw})", field=("samples",))
+            table = empirical_table(values=vals)
+        elif key in ("values", "table"):
+            if not isinstance(raw, (list, tuple)) or not raw:
+                raise BadValue("a non-empty list of values", show(raw), field=(key,))
+            if len(raw) > MAX_SAMPLES:
+                raise BadValue(f"at most {MAX_SAMPLES:,} values", f"{len(raw):,}", field=(key,))
+            vals = [value(v, (key, i)) for i, v in enumerate(raw)]
+            if key == "table":
+                if len(vals) != EMP_POINTS or any(b < a for a, b in pairwise(vals)):
+                    raise BadValue(f"{EMP_POINTS} non-decreasing values (the quantiles at "
+                                   "0, 1/1000, ..., 1)", f"{len(vals)} values", field=(key,))
+                table = vals
+            else:
+                table = empirical_table(values=vals)
+        else:
+            if not isinstance(raw, dict) or not raw:
+                raise BadValue("a mapping of probability → value, like {0.5: 2ms, 1.0: 20ms}",
+                               show(raw), field=(key,))
+            qs: dict[float, float] = {}
+            for p, v in raw.items():
+                try:
+                    prob = parse_float(p, minimum=0, maximum=1)
+                except BadValue:
+                    raise BadValue("probabilities in [0, 1]", show(p), field=(key, p)) from None
+                qs[prob] = value(v, (key, p))
+            ps = sorted(qs)
+            if ps[-1] != 1.0:
+                raise BadValue("a 1.0 quantile (the largest value)", f"largest {ps[-1]:g}",
+                               field=(key,))
+            for a, b in pairwise(ps):
+                if qs[b] < qs[a]:
+                    raise BadValue("values that do not decrease as the probability grows",
+                                   f"{a:g}: {qs[a]:g} but {b:g}: {qs[b]:g}", field=(key, b))
+            table = empirical_table(quantiles=qs)
+        mean = sum((a + b) / 2 for a, b in pairwise(table)) / (EMP_POINTS - 1)
+        return {"kind": "empirical", "mean": mean, "low": table[0], "high": table[-1],
+                "table": tuple(table)}
 
     @classmethod
     def _build(cls, kind: str, values: dict[str, float]) -> dict[str, Any]:
@@ -677,6 +822,8 @@ class _Dist(_Model):
             return {"distribution": "exponential", "mean": out(self.mean)}
         if self.kind == "uniform":
             return {"distribution": "uniform", "min": out(self.low), "max": out(self.high)}
+        if self.kind == "empirical":
+            return {"distribution": "empirical", "table": list(self.table)}
         return {"distribution": "lognormal", "mean": out(self.mean), "sigma": self.sigma}
 
 

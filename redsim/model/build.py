@@ -19,12 +19,32 @@ from redsim.model.trace import parse_trace
 
 US = 1e-6
 _DIST = {"fixed": S.DIST_FIXED, "exponential": S.DIST_EXPONENTIAL,
-         "uniform": S.DIST_UNIFORM, "lognormal": S.DIST_LOGNORMAL}
+         "uniform": S.DIST_UNIFORM, "lognormal": S.DIST_LOGNORMAL,
+         "empirical": S.DIST_EMPIRICAL}
 _KIND = {"closed": S.KIND_CLOSED, "open": S.KIND_OPEN, "trace": S.KIND_TRACE}
 
 
-def _dist(d) -> tuple[int, float, float, float, float]:
-    return _DIST[d.kind], float(d.mean), float(d.low), float(d.high), float(d.sigma)
+class _Empirical:
+    """Collects the empirical distributions' tables into ``tb_emp``."""
+
+    def __init__(self) -> None:
+        self.parts: list[np.ndarray] = []
+        self.n = 0
+
+    def dist(self, d) -> tuple[int, float, float, float, float]:
+        """The kernel's (kind, mean, low, high, sigma) for a scenario distribution;
+        an empirical one's table is appended and its offset given as sigma."""
+        if d.kind != "empirical":
+            return _DIST[d.kind], float(d.mean), float(d.low), float(d.high), float(d.sigma)
+        table = np.asarray(d.table, np.float64)
+        assert len(table) == S.EMP_POINTS
+        offset = self.n
+        self.parts.append(table)
+        self.n += len(table)
+        return S.DIST_EMPIRICAL, float(d.mean), float(d.low), float(d.high), float(offset)
+
+    def array(self) -> np.ndarray:
+        return np.concatenate(self.parts) if self.parts else np.zeros(1)
 
 
 def _command_table(scenario):
@@ -123,7 +143,8 @@ def rdb_bytes(w: S.World) -> int:
     return int(per.sum()) + ttl * fork.RDB_EXPIRE_BYTES + 18
 
 
-def _persistence(scenario, seed: int, F: np.ndarray, I: np.ndarray) -> None:
+def _persistence(scenario, seed: int, F: np.ndarray, I: np.ndarray,
+                 fsync: tuple[int, float, float, float, float] | None) -> None:
     """AOF, disk, fork and latency-monitor settings into the scalars."""
     server, d, host = scenario.server, scenario.disk, scenario.host
     cpu = scenario.engine.cpu
@@ -145,7 +166,7 @@ def _persistence(scenario, seed: int, F: np.ndarray, I: np.ndarray) -> None:
         kind, mean, lo, hi, sig = (S.DIST_LOGNORMAL, preset.fsync_mean_s, 0.0, math.inf,
                                    preset.fsync_sigma)
     else:
-        kind, mean, lo, hi, sig = _dist(d.fsync)
+        kind, mean, lo, hi, sig = fsync
     I[S.DISK_KIND] = kind
     F[S.DISK_MEAN], F[S.DISK_LOW], F[S.DISK_HIGH], F[S.DISK_SIGMA] = mean, lo, hi, sig
     F[S.DISK_BW] = d.write_bandwidth or preset.write_bandwidth
@@ -171,6 +192,8 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
     groups = scenario.clients
     G = len(groups)
     cpu = scenario.engine.cpu
+    emp = _Empirical()
+    fsync = emp.dist(scenario.disk.fsync) if scenario.disk.fsync is not None else None
 
     # --- connection slots, pools and request slots, group by group -------------
     pool_group, pool_max, pool_base = [], [], []
@@ -220,7 +243,7 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
         slot_group.extend([gi] * n_slots)
         g_fields["n_slots"].append(n_slots)
         for prefix, d in (("think", grp.think), ("vs", grp.value_size)):
-            k, mean, lo, hi, sig = _dist(d)
+            k, mean, lo, hi, sig = emp.dist(d)
             g_fields[f"{prefix}_kind"].append(k)
             g_fields[f"{prefix}_mean"].append(mean)
             g_fields[f"{prefix}_low"].append(lo)
@@ -362,6 +385,7 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
         **{f"tr_big_{f}": tr["big"][:, j].copy()
            for j, f in enumerate(("first", "period", "n", "len"))},
         zipf_cdf=np.concatenate(zipf_parts) if zipf_parts else np.ones(1),
+        emp=emp.array(),
     )
     # Key rows: every group's key ids, then rows for write-once keys.
     n_hot = max(grp.keyspace.keys for grp in groups)
@@ -477,7 +501,7 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
     I[S.PAGE_SHIFT] = page_shift
     I[S.PG_WORDS] = pg_words
     I[S.KEY_LEN] = groups[0].key_size
-    _persistence(scenario, seed, F, I)
+    _persistence(scenario, seed, F, I, fsync)
 
     w = S.flatten(F, I, ready=np.zeros(max(C, 1), np.int64), pw=np.zeros(max(C, 1), np.int64),
                   cn=cn, rq=rq, pl=pl, gp=gp, tb=tb, ks=ks, ep=ep, hp=hp, wh=wh, ln=ln, rg=rg,

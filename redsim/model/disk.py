@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from redsim.model.jit import leaf
+from redsim.model.rng import empirical
 from redsim.model.state import (
     CHILD_CHUNK_B,
     CHILD_CHUNKS,
@@ -46,6 +47,7 @@ from redsim.model.state import (
     DISK_RNG1,
     DISK_RNG2,
     DISK_SIGMA,
+    DIST_EMPIRICAL,
     DIST_EXPONENTIAL,
     DIST_FIXED,
     DIST_LOGNORMAL,
@@ -164,6 +166,8 @@ def fsync_latency(w):
         z = math.sqrt(-2.0 * math.log(disk_uniform(w))) * math.cos(2.0 * math.pi
                                                                   * disk_uniform(w))
         return math.exp(math.log(F[DISK_MEAN]) - 0.5 * sigma * sigma + sigma * z)
+    if kind == DIST_EMPIRICAL:  # DISK_SIGMA holds the table's offset (build.py)
+        return empirical(w, int(F[DISK_SIGMA]), disk_uniform(w))
     return F[DISK_MEAN]
 
 

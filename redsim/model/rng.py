@@ -19,10 +19,12 @@ import numpy as np
 
 from redsim.model.jit import leaf
 from redsim.model.state import (
+    DIST_EMPIRICAL,
     DIST_EXPONENTIAL,
     DIST_FIXED,
     DIST_LOGNORMAL,
     DIST_UNIFORM,
+    EMP_POINTS,
     KS_RNG1,
     KS_RNG2,
     RNG_LOW,
@@ -93,11 +95,25 @@ def exponential(w, s, mean):
 
 
 @leaf
+def empirical(w, offset, u):
+    """The empirical distribution whose table starts at ``tb_emp[offset]``, at the
+    uniform ``u``: linear interpolation between the table's neighbouring values
+    (its values sit at probabilities 0, 1/1000, ..., 1)."""
+    x = u * (EMP_POINTS - 1)
+    i = int(x)
+    if i >= EMP_POINTS - 1:
+        return w.tb_emp[offset + EMP_POINTS - 1]
+    lo = w.tb_emp[offset + i]
+    return lo + (x - i) * (w.tb_emp[offset + i + 1] - lo)
+
+
+@leaf
 def draw(w, s, kind, mean, low, high, sigma):
     """One variate of a scenario distribution (see ``config.schema`` Dist) from stream s.
 
     Lognormal takes the arithmetic mean and the log-space sigma, so
-    mu = ln(mean) − sigma²/2; its normal comes from Box–Muller.
+    mu = ln(mean) − sigma²/2; its normal comes from Box–Muller. For an empirical
+    distribution ``sigma`` holds its table's offset in ``tb_emp`` (build.py).
     """
     if kind == DIST_FIXED:
         return mean
@@ -110,6 +126,8 @@ def draw(w, s, kind, mean, low, high, sigma):
         u2 = uniform(w, s)
         z = math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
         return math.exp(math.log(mean) - 0.5 * sigma * sigma + sigma * z)
+    if kind == DIST_EMPIRICAL:
+        return empirical(w, int(sigma), uniform(w, s))
     return mean
 
 

@@ -152,6 +152,8 @@ DIST_FIXED = 0
 DIST_EXPONENTIAL = 1
 DIST_UNIFORM = 2
 DIST_LOGNORMAL = 3
+DIST_EMPIRICAL = 4  # an inverse-CDF table in tb_emp (model/rng.py empirical)
+EMP_POINTS = 1001  # values per empirical table: at probabilities 0, 1/1000, ..., 1
 
 # Windowed float series (rows of Rec.wf) and int series (rows of Rec.wi).
 (W_CPU_COMMANDS, W_CPU_READ, W_CPU_WRITE, W_CPU_ITERATION, W_CPU_CRON, W_CPU_CONNECTIONS,
@@ -255,6 +257,7 @@ Tables = namedtuple("Tables", [
     "save_secs", "save_changes",  # the `save` points
     "cmd_denyoom",  # 1: refused with -OOM when eviction fails
     "zipf_cdf",
+    "emp",  # every empirical distribution's table, EMP_POINTS values each
 ])
 
 Keys = namedtuple("Keys", [
@@ -324,7 +327,8 @@ FLOAT_FIELDS = frozenset(
      "gp_retry_backoff",
      "gp_start", "gp_write_once", "gp_trace_t0", "tb_cmd_fixed", "tb_cmd_per_byte",
      "tb_cmd_per_elem",
-     "tb_mix_cum", "tb_prof_t", "tb_prof_rate", "tb_tr_time", "tb_zipf_cdf", "ks_expire", "ep_idle",
+     "tb_mix_cum", "tb_prof_t", "tb_prof_rate", "tb_tr_time", "tb_zipf_cdf", "tb_emp",
+     "ks_expire", "ep_idle",
      "hp_t", "wh_t", "ln_t",
      "rg_buf", "rc_wf", "rc_forks", "rc_passes", "rc_lm_t", "rq_pass_t0"])
 """World fields holding float64; every other field holds int64."""
