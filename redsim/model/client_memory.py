@@ -15,7 +15,8 @@ to its close, the model keeps:
 - the reply list: replies beyond ``c->buf`` go to 16 KB nodes (20 480 B each,
   20 464 usable), freed as they are written;
 - 7.x ``c->buf``: 16 KB at connect, resized by ``clientsCron`` (down to 1 KB
-  when its peak fill over ~5 s stays under half, up by doubling when full).
+  when its peak fill over ~5 s stays under half, up by doubling when full);
+  the peak starts full, so the first visit never shrinks it.
 
 ``clientsCron`` visits ``numclients / hz`` clients per call (at least 5),
 round-robin, so each about once per second:
@@ -179,8 +180,13 @@ def create_client(w, c):
     w.cn_qb_hdr[c] = 3
     w.cn_qb_peak[c] = 0
     w.cn_buf_usable[c] = PROTO_REPLY_CHUNK_BYTES
-    w.cn_buf_peak[c] = 0
-    w.cn_t_buf_reset[c] = w.F[T]
+    # createClient sets buf_peak to the whole buffer, and its last reset to
+    # server.unixtime — seconds, where clientsCronResizeOutputBuffer compares
+    # milliseconds — so the first clientsCron visit keeps the 16 KB and resets
+    # the peak, and the buffer shrinks at the second visit (seen on 7.0.15:
+    # 768 + 16 384 + 20 480 B per client after one visit, 22 272 B after two).
+    w.cn_buf_peak[c] = PROTO_REPLY_CHUNK_BYTES
+    w.cn_t_buf_reset[c] = -1e300
     w.cn_mem[c] = 0
     w.cn_mem_info[c] = 0
     update(w, c)
