@@ -1,4 +1,4 @@
-"""A quiet machine for the tests that measure a real server.
+"""Tests against a real server: skipped without one, and run on a quiet machine.
 
 The suite runs on two pytest-xdist workers. A test marked ``live`` measures a
 redis-server's CPU time and memory, figures a simulation running on the other
@@ -26,7 +26,22 @@ _STALE_S = 1800.0  # a flag older than this was left by a killed run
 
 
 @pytest.fixture(autouse=True)
-def _measurement_quiet(request):
+def _needs_redis(request):
+    """A ``live`` test is skipped, with the reason in the summary, where no
+    redis-server or redis-benchmark binary can be found (``.ci/run`` installs them)."""
+    if request.node.get_closest_marker("live") is None:
+        return
+    from redsim.live.server import RedisNotFound, find_redis
+
+    try:
+        find_redis()
+        find_redis("redis-benchmark")
+    except RedisNotFound as exc:
+        pytest.skip(f"no real Redis on this machine: {exc}")
+
+
+@pytest.fixture(autouse=True)
+def _measurement_quiet(request, _needs_redis):
     _DIR.mkdir(exist_ok=True)
     live = request.node.get_closest_marker("live") is not None
     with open(_LOCK, "a") as f:

@@ -13,18 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from redsim.live.server import RedisNotFound, find_redis
-
 pytestmark = pytest.mark.live
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _needs_redis():
-    try:
-        find_redis()
-        find_redis("redis-benchmark")
-    except RedisNotFound as exc:
-        pytest.skip(f"no real Redis on this machine: {exc}")
 
 
 def test_quick_subset_is_within_tolerance(tmp_path):

@@ -99,6 +99,8 @@ def run_experiment(lab: Lab, exp: Experiment) -> tuple[Row, list[float]]:
     error = model / mean - 1 if mean else math.inf
     verdict = "pass" if abs(error) <= tolerance else "FAIL"
     note = "" if tolerance == exp.floor else f"3×CV of the real runs ({3 * cv:.0%}) > floor"
+    if verdict != "pass" and exp.known_gap:
+        note = "; ".join(n for n in (note, exp.known_gap) if n)
     return Row(exp.name, exp.title, exp.unit, mean, cv, len(real.values), tolerance, model,
                error, verdict, note), real.values
 
