@@ -12,7 +12,7 @@ import math
 import pytest
 
 from redsim.calibrate import fragment, solver
-from redsim.calibrate.measure import CpuLoad, Measurement, point_from_delta
+from redsim.calibrate.measure import CpuLoad, Measurement, _fittable, point_from_delta
 from redsim.live.probe import Delta, Snapshot
 
 A_US, B_US, W_US = 4.4, 0.45, 16.0
@@ -132,3 +132,17 @@ def test_fragment_puts_fields_where_a_scenario_reads_them():
         "disk": {"write-bandwidth": 333800000.0}}
     assert [m["name"] for m in doc["measurements"]] == [m.name for m in ms]
     assert "field" not in doc["measurements"][-1]  # evidence only
+
+
+def test_a_remote_server_is_fitted_on_its_busy_loads_only():
+    # No context switches (another machine): the lone-client loads, where a
+    # sleeping poll per request dominates, would bias a and b; they are left out.
+    # y(P=1) = 4.4 + 0.45 = 4.85, y(P=16) = 0.725 on the 50-connection loads.
+    pts = [solver.CpuPoint(50, 1, 4.85), solver.CpuPoint(50, 16, 0.725),
+           solver.CpuPoint(1, 1, 21.0), solver.CpuPoint(1, 16, 1.8)]
+    said: list[str] = []
+    kept = _fittable(pts, said.append)
+    assert [p.clients for p in kept] == [50, 50] and said
+    fit = solver.fit_request_costs(kept)
+    assert (fit.io_us, fit.command_us) == (pytest.approx(4.4), pytest.approx(0.45))
+    assert math.isnan(fit.wake_us)
