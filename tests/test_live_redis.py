@@ -119,6 +119,18 @@ def test_calibration_will_not_write_to_a_server_it_may_not(tmp_path):
                       parts=("cpu",), say=lambda m: None)
         assert r.dbsize() == 0
         assert r.info("commandstats").get("cmdstat_set") is None
+        # The disk probe writes a file in the server's own directory: not without
+        # permission either, unless given a directory of the user's choosing.
+        with pytest.raises(PermissionError, match="--data-dir"):
+            calibrate(tmp_path / "c.yaml", host=srv.host, port=srv.port, can_write=False,
+                      parts=("disk",), say=lambda m: None)
+        assert sorted(p.name for p in srv.dir.iterdir()) == ["owner.pid", "redis.log"]
+        probe = tmp_path / "probe"
+        probe.mkdir()
+        doc = calibrate(tmp_path / "d.yaml", host=srv.host, port=srv.port, can_write=False,
+                        parts=("disk",), data_dir=probe, say=lambda m: None)
+        assert doc["values"]["disk"]["fsync"]["distribution"] == "empirical"
+        assert list(probe.iterdir()) == []  # its probe files are gone
     assert not (tmp_path / "c.yaml").exists()
 
 

@@ -87,7 +87,8 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
         target = measure.Target.connect(host, port, can_write=can_write, say=say)
         if data_dir is not None:
             target.data_dir = Path(data_dir)
-        return _run(target, out, parts, commands, reps, t0, started=server is not None)
+        return _run(target, out, parts, commands, reps, t0, started=server is not None,
+                    data_dir_given=data_dir is not None)
     finally:
         if server is not None:
             pid = server.pid
@@ -96,15 +97,18 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
 
 
 def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[str, ...],
-         reps: int, t0: float, started: bool) -> dict[str, Any]:
+         reps: int, t0: float, started: bool, data_dir_given: bool = False) -> dict[str, Any]:
     info = t.client.info("server")
     if not t.can_write:
         blocked = [p for p in parts if p in WRITE_PARTS or p in ("cpu", "memory")]
+        if "disk" in parts and not data_dir_given:
+            blocked.append("disk")  # a probe file in the server's own data directory
         if blocked:
             raise PermissionError(
-                f"calibrating {', '.join(blocked)} writes keys (prefix {load.PREFIX}) or "
-                "changes the configuration of a server redsim did not start: pass "
-                "--i-know-this-writes, or --start to calibrate a throw-away local server")
+                f"calibrating {', '.join(blocked)} writes keys (prefix {load.PREFIX}), "
+                "changes the configuration of a server redsim did not start, or writes in "
+                "its data directory: pass --i-know-this-writes (or --data-dir for the disk "
+                "probe), or --start to calibrate a throw-away local server")
     ms: list[measure.Measurement] = []
     extra: dict[str, Any] = {}
     csv_path: Path | None = None

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from redsim.live import load
-from redsim.validation.lab import KEY_SIZE, Lab
+from redsim.validation.lab import KEY_SIZE, LOOPBACK_RTT_S, Lab
 
 
 @dataclass(frozen=True)
@@ -268,7 +268,7 @@ def _eviction_model(figure: str) -> Callable[[Lab, Real], float]:
         # the real side sets it at the server's.
         probe = lab.model_run(_eviction_scenario(lab, rate, 0, 1000.0))
         limit = int(probe.timeseries["used_memory"].iloc[0])
-        think = max(50 / rate - 30e-6, 0.0)
+        think = max(50 / rate - LOOPBACK_RTT_S, 0.0)
         res = lab.model_run(_eviction_scenario(lab, rate, limit, think))
         ts = res.timeseries[res.timeseries.index > 0.5]
         if figure == "per_set":
