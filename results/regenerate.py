@@ -107,9 +107,15 @@ def _run_folder(r: RunResult) -> None:
 
 def _sweep(s: SweepResult) -> None:
     from redsim.config.sweep import load_sweep
+    from redsim.result import model_version
     from redsim.sweep.frontier import find_frontier
     from redsim.sweep.runner import run_sweep
 
+    # Runs of an older model are not this model's results: resuming keeps the
+    # current ones and reruns the rest, so the old files are dropped first.
+    for path in (HERE / s.folder / "runs").glob("*.json"):
+        if json.loads(path.read_text()).get("model") != model_version():
+            path.unlink()
     spec = load_sweep(SCENARIOS / "sweeps" / s.sweep)
     fn = find_frontier if s.frontier else run_sweep
     fn(spec, HERE / s.folder, jobs=2, resume=True, progress=True, overrides=s.options,
