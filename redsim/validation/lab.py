@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copy
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -51,7 +51,6 @@ class Lab:
     calibration: Path | None
     version: str
     quick: bool = False
-    notes: list[str] = field(default_factory=list)
 
     @cached_property
     def client(self):
