@@ -484,16 +484,21 @@ def _deep_merge(low: dict[Any, Any], high: dict[Any, Any]) -> dict[Any, Any]:
     return out
 
 
-def _resolve_sample_files(node: Any, base: Path) -> None:
-    """Make every ``samples: FILE`` path below ``node`` absolute (relative to ``base``)."""
+def resolve_distribution_files(node: Any, base: str | os.PathLike[str]) -> None:
+    """Make the ``samples: FILE`` of every empirical distribution below ``node``
+    (raw YAML data: a scenario, a calibration's values, a sweep's ``set:``) an
+    absolute path, a relative one being relative to ``base``: the directory of
+    the file that named it. In place; an absolute path stays as it is."""
     if isinstance(node, dict):
-        if isinstance(node.get("samples"), str):
-            node["samples"] = str(_resolve(base, node["samples"]))
+        kind = node.get("distribution")
+        if (isinstance(kind, str) and kind.strip().lower() == "empirical"
+                and isinstance(node.get("samples"), str)):
+            node["samples"] = str(_resolve(Path(base), node["samples"]))
         for value in node.values():
-            _resolve_sample_files(value, base)
+            resolve_distribution_files(value, base)
     elif isinstance(node, list):
         for value in node:
-            _resolve_sample_files(value, base)
+            resolve_distribution_files(value, base)
 
 
 def read_calibration(path: Path) -> tuple[dict[str, Any], dict[Path_, int]]:
@@ -522,7 +527,7 @@ def read_calibration(path: Path) -> tuple[dict[str, Any], dict[Path_, int]]:
                 expected="a section a calibration fills (" + ", ".join(CALIBRATION_SECTIONS)
                 + ")", found=show(key), hint=did_you_mean(str(key), CALIBRATION_SECTIONS))
     values = copy.deepcopy(values)
-    _resolve_sample_files(values, path.parent)
+    resolve_distribution_files(values, path.parent)
     own = {p[1:]: n for p, n in lines.items() if p[:1] == ("values",)}
     try:
         Scenario.model_validate(values)
@@ -642,7 +647,7 @@ def load_scenario(
     if calibration is not None:
         data["calibration"] = str(Path(calibration).resolve())
     _merge_redis_conf(data, base, ctx)
-    _resolve_sample_files(data, base)  # empirical distributions' files, as traces
+    resolve_distribution_files(data, base)  # empirical distributions' files, as traces
     _merge_calibration(data, base, ctx)
     written = _resolve_traces(data, base)
     try:

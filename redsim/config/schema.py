@@ -46,7 +46,7 @@ from redsim.config.units import (
 from redsim.model.commands import COMMANDS, EFFECT_WRITE
 from redsim.model.disk import PRESETS as DISK_PRESETS
 from redsim.model.fork import FORK_PRESETS
-from redsim.model.state import EMP_POINTS
+from redsim.model.state import EMP_MAX_POINTS
 
 # ---------------------------------------------------------------------------------
 # Annotated value types: a plain Python type plus the unit parser that produces it.
@@ -565,19 +565,21 @@ _DIST_KEYS: dict[str, tuple[str, ...]] = {
     "exponential": ("mean",),
     "uniform": ("min", "max"),
     "lognormal": ("mean", "sigma"),
-    "empirical": ("samples", "values", "quantiles", "table"),
+    "empirical": ("samples", "values", "quantiles"),
 }
 
 MAX_SAMPLES = 10_000_000
-"""Most values a samples file or list may hold."""
+"""Most values a samples file or ``values`` list may hold."""
 MAX_SAMPLE_FILE = 256 * 1024 * 1024
 """Largest samples file read, bytes."""
+EMP_TAIL_POINTS = 100
+"""Of a thinned table's ``EMP_MAX_POINTS``, the ones refining its top end."""
 
 
-def _sample_file(path: Any, parse: Callable[[Any], float]) -> list[float]:
-    """The values of a samples file: one per line (a first line that is not a
-    number is a header; blank lines and ``#`` comments are skipped), plain
-    numbers in the field's base unit or with a unit (``1.2ms``)."""
+def _sample_file(path: Any, parse: Callable[[Any], float], unit: str) -> list[float]:
+    """The values of a samples file: one column, one value per line, plain numbers in
+    the field's unit (s or bytes) or with a unit (``1.2ms``, ``4kb``). A first line
+    that is not a value is a header; blank lines and ``#`` comments are skipped."""
     if not isinstance(path, str) or not path.strip():
         raise BadValue("the path of a samples file (one value per line)", show(path),
                        field=("samples",))
@@ -595,59 +597,96 @@ def _sample_file(path: Any, parse: Callable[[Any], float]) -> list[float]:
     if st.st_size > MAX_SAMPLE_FILE:
         raise BadValue(f"a samples file of at most {MAX_SAMPLE_FILE >> 20} MB",
                        f"{show(path)} ({st.st_size >> 20} MB)", field=("samples",))
+    expected = (f"one value ≥ 0 per line of {path} (in {unit}, or with a unit like "
+                f"{'1.2ms' if unit == 's' else '4kb'})")
     values: list[float] = []
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for n, line in enumerate(f, 1):
-            text = line.split("#", 1)[0].strip().split(",")[0].strip()
-            if not text:
-                continue
-            try:
-                values.append(float(text))
-            except ValueError:
+    first = True
+    try:
+        with open(path, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                text = line.split("#", 1)[0].strip()
+                if not text:
+                    continue
                 try:
-                    values.append(float(parse(text)))
-                except BadValue:
-                    if not values and n == 1:
-                        continue  # a header line
-                    raise BadValue(f"a number on every line of {path}",
-                                   f"{show(text)} on line {n}", field=("samples",)) from None
-            if len(values) > MAX_SAMPLES:
-                raise BadValue(f"at most {MAX_SAMPLES:,} samples", f"more in {path}",
-                               field=("samples",))
+                    x = float(text)
+                except ValueError:
+                    try:
+                        x = float(parse(text))
+                    except BadValue:
+                        if first:
+                            first = False
+                            continue  # a header line
+                        raise BadValue(expected, f"{show(text)} on line {n}",
+                                       field=("samples",)) from None
+                first = False
+                if not math.isfinite(x) or x < 0:
+                    raise BadValue(expected, f"{show(text)} on line {n}", field=("samples",))
+                values.append(x)
+                if len(values) > MAX_SAMPLES:
+                    raise BadValue(f"at most {MAX_SAMPLES:,} samples in {path}",
+                                   f"more (line {n})", field=("samples",))
+    except UnicodeDecodeError:
+        raise BadValue(f"a text file of samples (UTF-8) in {path}", "binary data",
+                       field=("samples",)) from None
     if not values:
-        raise BadValue("at least one sample", f"none in {path}", field=("samples",))
+        raise BadValue(f"at least one sample in {path}", "none", field=("samples",))
     return values
 
 
-def empirical_table(values: list[float] | None = None,
-                    quantiles: dict[float, float] | None = None) -> list[float]:
-    """The ``EMP_POINTS``-value inverse-CDF table of samples (their empirical
-    quantiles, linearly interpolated between order statistics) or of given
-    quantiles (probability → value, linearly interpolated between them; below the
-    lowest probability given, its value)."""
+def samples_table(values: list[float]) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The inverse-CDF table (probabilities, values) of samples: the sorted samples
+    ``x(0) ≤ … ≤ x(n-1)`` at probabilities ``r/(n-1)`` (numpy's default quantiles,
+    so the table is exact between order statistics). Above ``EMP_MAX_POINTS``
+    samples the table keeps the ranks of an even grid of ``EMP_MAX_POINTS -
+    EMP_TAIL_POINTS`` points (rank 0, the minimum, and n-1, the maximum, among them)
+    plus ``EMP_TAIL_POINTS`` ranks spaced geometrically below the maximum (1, 2, 3,
+    5, … below it, down to ten grid steps): the highest samples keep their own
+    probabilities, so a rare outlier weighs 1/n, not a whole grid step."""
     import numpy as np
 
-    grid = np.linspace(0.0, 1.0, EMP_POINTS)
-    if values is not None:
-        table = np.quantile(np.asarray(values, np.float64), grid)
+    x = np.sort(np.asarray(values, np.float64))
+    n = len(x)
+    if n == 1:
+        return (0.0, 1.0), (float(x[0]), float(x[0]))
+    if n <= EMP_MAX_POINTS:
+        ranks = np.arange(n)
     else:
-        assert quantiles is not None
-        ps = sorted(quantiles)
-        table = np.interp(grid, [0.0, *ps] if ps[0] > 0 else ps,
-                          [quantiles[ps[0]], *(quantiles[p] for p in ps)] if ps[0] > 0
-                          else [quantiles[p] for p in ps])
-    return [float(v) for v in table]
+        even = EMP_MAX_POINTS - EMP_TAIL_POINTS
+        top = min(n - 1.0, 10 * (n - 1) / (even - 1))
+        ranks = np.unique(np.concatenate([
+            np.rint(np.linspace(0, n - 1, even)),
+            n - 1 - np.rint(np.geomspace(1, top, EMP_TAIL_POINTS)),
+        ]).astype(np.int64))
+    return (tuple(float(r) / (n - 1) for r in ranks.tolist()),
+            tuple(float(v) for v in x[ranks].tolist()))
+
+
+def table_mean(ps: tuple[float, ...], xs: tuple[float, ...]) -> float:
+    """The mean of the distribution an inverse-CDF table defines (linear between its
+    points): the sum of each segment's probability times its midpoint."""
+    return math.fsum((p1 - p0) * (x0 + x1) / 2
+                     for (p0, x0), (p1, x1) in pairwise(zip(ps, xs, strict=True)))
 
 
 class _Dist(_Model):
     """A distribution, normalised. YAML gives a scalar (fixed) or a mapping
-    {distribution, value | mean | min, max | sigma}.
+    {distribution, value | mean | min, max | sigma | samples | values | quantiles}.
+
+    An empirical distribution is an inverse-CDF table: probabilities from 0 to 1
+    and the values at them, linear in between (at most 1,001 points).
+    ``samples: FILE`` (one value per line) and ``values: [...]`` give the
+    samples' own quantiles; past 1,001 samples the table keeps 901 evenly
+    spaced ranks and 100 more near the maximum, so a rare outlier keeps its
+    weight of one sample. ``quantiles: {0.5: 2ms, 1.0: 80ms}`` gives the points
+    themselves (a 1.0 quantile is required; without a 0.0 one, the lowest value
+    given holds down to probability 0). A resolved scenario writes the table as
+    ``quantiles``, so it loads back equal without the file.
 
     Attributes:
-        kind: fixed, exponential, uniform or lognormal.
-        mean: arithmetic mean (for fixed, the value).
+        kind: fixed, exponential, uniform, lognormal or empirical.
+        mean: arithmetic mean (for fixed, the value; for empirical, the table's).
         low, high: support bounds (fixed: value, value; uniform: min, max;
-            exponential/lognormal: 0, inf).
+            exponential/lognormal: 0, inf; empirical: the table's first and last value).
         sigma: lognormal shape (standard deviation of the log); 0 otherwise.
     """
 
@@ -660,8 +699,10 @@ class _Dist(_Model):
     low: float
     high: float
     sigma: float = 0.0
-    table: tuple[float, ...] = ()
-    """Empirical only: the inverse-CDF table, ``EMP_POINTS`` values."""
+    table_p: tuple[float, ...] = ()
+    """Empirical only: the table's probabilities, 0 first, 1 last, increasing."""
+    table_x: tuple[float, ...] = ()
+    """Empirical only: the values at ``table_p``, not decreasing."""
 
     @model_validator(mode="before")
     @classmethod
@@ -706,11 +747,11 @@ class _Dist(_Model):
 
     @classmethod
     def _empirical(cls, data: dict[Any, Any]) -> dict[str, Any]:
-        """``samples: FILE`` | ``values: [...]`` | ``quantiles: {p: v}`` | ``table``."""
+        """``samples: FILE`` | ``values: [...]`` | ``quantiles: {p: v}``."""
         given = [k for k in _DIST_KEYS["empirical"] if k in data]
         if len(given) != 1:
-            raise BadValue("one of samples (a file), values (a list), quantiles "
-                           "(probability: value) or table for an empirical distribution",
+            raise BadValue("one of samples (a file), values (a list) or quantiles "
+                           "(probability: value) for an empirical distribution",
                            "none" if not given else " and ".join(given),
                            field=(given[1] if len(given) > 1 else "samples",))
         key = given[0]
@@ -729,48 +770,51 @@ class _Dist(_Model):
             return x
 
         if key == "samples":
-            vals = _sample_file(raw, cls._parse)
-            for i, v in enumerate(vals):
-                if not math.isfinite(v) or v < 0:
-                    raise BadValue(f"finite samples ≥ 0 ({cls._unit})",
-                                   f"{v!r} (sample {i + 1} of {raw})", field=("samples",))
-            table = empirical_table(values=vals)
-        elif key in ("values", "table"):
+            ps, xs = samples_table(_sample_file(raw, cls._parse, cls._unit))
+        elif key == "values":
             if not isinstance(raw, (list, tuple)) or not raw:
                 raise BadValue("a non-empty list of values", show(raw), field=(key,))
             if len(raw) > MAX_SAMPLES:
                 raise BadValue(f"at most {MAX_SAMPLES:,} values", f"{len(raw):,}", field=(key,))
-            vals = [value(v, (key, i)) for i, v in enumerate(raw)]
-            if key == "table":
-                if len(vals) != EMP_POINTS or any(b < a for a, b in pairwise(vals)):
-                    raise BadValue(f"{EMP_POINTS} non-decreasing values (the quantiles at "
-                                   "0, 1/1000, ..., 1)", f"{len(vals)} values", field=(key,))
-                table = vals
-            else:
-                table = empirical_table(values=vals)
+            ps, xs = samples_table([value(v, (key, i)) for i, v in enumerate(raw)])
         else:
-            if not isinstance(raw, dict) or not raw:
-                raise BadValue("a mapping of probability → value, like {0.5: 2ms, 1.0: 20ms}",
-                               show(raw), field=(key,))
-            qs: dict[float, float] = {}
-            for p, v in raw.items():
-                try:
-                    prob = parse_float(p, minimum=0, maximum=1)
-                except BadValue:
-                    raise BadValue("probabilities in [0, 1]", show(p), field=(key, p)) from None
-                qs[prob] = value(v, (key, p))
-            ps = sorted(qs)
-            if ps[-1] != 1.0:
-                raise BadValue("a 1.0 quantile (the largest value)", f"largest {ps[-1]:g}",
-                               field=(key,))
-            for a, b in pairwise(ps):
-                if qs[b] < qs[a]:
-                    raise BadValue("values that do not decrease as the probability grows",
-                                   f"{a:g}: {qs[a]:g} but {b:g}: {qs[b]:g}", field=(key, b))
-            table = empirical_table(quantiles=qs)
-        mean = sum((a + b) / 2 for a, b in pairwise(table)) / (EMP_POINTS - 1)
-        return {"kind": "empirical", "mean": mean, "low": table[0], "high": table[-1],
-                "table": tuple(table)}
+            ps, xs = cls._quantiles(raw, value)
+        return {"kind": "empirical", "mean": table_mean(ps, xs), "low": xs[0],
+                "high": xs[-1], "table_p": ps, "table_x": xs}
+
+    @staticmethod
+    def _quantiles(raw: Any, value: Callable[[Any, tuple[Any, ...]], float]
+                   ) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """The table of ``quantiles: {probability: value}``, checked."""
+        key = "quantiles"
+        if not isinstance(raw, dict) or not raw:
+            raise BadValue("a mapping of probability → value, like {0.5: 2ms, 1.0: 20ms}",
+                           show(raw), field=(key,))
+        qs: dict[float, float] = {}
+        for p, v in raw.items():
+            try:
+                prob = parse_float(p, minimum=0, maximum=1)
+            except BadValue:
+                raise BadValue("a probability from 0 to 1", show(p),
+                               field=(key, p)) from None
+            if prob in qs:
+                raise BadValue("each probability once", f"{show(p)} twice", field=(key, p))
+            qs[prob] = value(v, (key, p))
+        ps = sorted(qs)
+        if ps[-1] != 1.0:
+            raise BadValue("a 1.0 quantile (the largest value)", f"largest {ps[-1]:g}",
+                           field=(key,))
+        for a, b in pairwise(ps):
+            if qs[b] < qs[a]:
+                raise BadValue("values that do not decrease as the probability grows",
+                               f"{a:g}: {qs[a]:g} but {b:g}: {qs[b]:g}", field=(key, b))
+        if ps[0] > 0.0:  # below the lowest quantile given, its value
+            qs[0.0] = qs[ps[0]]
+            ps.insert(0, 0.0)
+        if len(ps) > EMP_MAX_POINTS:
+            raise BadValue(f"at most {EMP_MAX_POINTS} quantiles with 0 (give samples for "
+                           "more)", f"{len(ps)}", field=(key,))
+        return tuple(ps), tuple(qs[p] for p in ps)
 
     @classmethod
     def _build(cls, kind: str, values: dict[str, float]) -> dict[str, Any]:
@@ -823,7 +867,9 @@ class _Dist(_Model):
         if self.kind == "uniform":
             return {"distribution": "uniform", "min": out(self.low), "max": out(self.high)}
         if self.kind == "empirical":
-            return {"distribution": "empirical", "table": list(self.table)}
+            return {"distribution": "empirical",
+                    "quantiles": {p: out(x) for p, x in zip(self.table_p, self.table_x,
+                                                            strict=True)}}
         return {"distribution": "lognormal", "mean": out(self.mean), "sigma": self.sigma}
 
 

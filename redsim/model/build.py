@@ -25,26 +25,28 @@ _KIND = {"closed": S.KIND_CLOSED, "open": S.KIND_OPEN, "trace": S.KIND_TRACE}
 
 
 class _Empirical:
-    """Collects the empirical distributions' tables into ``tb_emp``."""
+    """Collects the empirical distributions' tables into ``tb_emp_p``/``tb_emp_x``."""
 
     def __init__(self) -> None:
-        self.parts: list[np.ndarray] = []
-        self.n = 0
+        self.p: list[float] = []
+        self.x: list[float] = []
 
     def dist(self, d) -> tuple[int, float, float, float, float]:
         """The kernel's (kind, mean, low, high, sigma) for a scenario distribution;
-        an empirical one's table is appended and its offset given as sigma."""
+        an empirical one's table is appended and its first and last point's index
+        given as low and high."""
         if d.kind != "empirical":
             return _DIST[d.kind], float(d.mean), float(d.low), float(d.high), float(d.sigma)
-        table = np.asarray(d.table, np.float64)
-        assert len(table) == S.EMP_POINTS
-        offset = self.n
-        self.parts.append(table)
-        self.n += len(table)
-        return S.DIST_EMPIRICAL, float(d.mean), float(d.low), float(d.high), float(offset)
+        assert 2 <= len(d.table_p) == len(d.table_x) <= S.EMP_MAX_POINTS
+        first = len(self.p)
+        self.p.extend(d.table_p)
+        self.x.extend(d.table_x)
+        return S.DIST_EMPIRICAL, float(d.mean), float(first), float(len(self.p) - 1), 0.0
 
-    def array(self) -> np.ndarray:
-        return np.concatenate(self.parts) if self.parts else np.zeros(1)
+    def arrays(self) -> dict[str, np.ndarray]:
+        if not self.p:
+            return {"emp_p": np.zeros(1), "emp_x": np.zeros(1)}
+        return {"emp_p": np.asarray(self.p, np.float64), "emp_x": np.asarray(self.x, np.float64)}
 
 
 def _command_table(scenario):
@@ -385,7 +387,7 @@ def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
         **{f"tr_big_{f}": tr["big"][:, j].copy()
            for j, f in enumerate(("first", "period", "n", "len"))},
         zipf_cdf=np.concatenate(zipf_parts) if zipf_parts else np.ones(1),
-        emp=emp.array(),
+        **emp.arrays(),
     )
     # Key rows: every group's key ids, then rows for write-once keys.
     n_hot = max(grp.keyspace.keys for grp in groups)

@@ -166,8 +166,8 @@ def fsync_latency(w):
         z = math.sqrt(-2.0 * math.log(disk_uniform(w))) * math.cos(2.0 * math.pi
                                                                   * disk_uniform(w))
         return math.exp(math.log(F[DISK_MEAN]) - 0.5 * sigma * sigma + sigma * z)
-    if kind == DIST_EMPIRICAL:  # DISK_SIGMA holds the table's offset (build.py)
-        return empirical(w, int(F[DISK_SIGMA]), disk_uniform(w))
+    if kind == DIST_EMPIRICAL:  # DISK_LOW, DISK_HIGH: the table's first, last point
+        return empirical(w, int(F[DISK_LOW]), int(F[DISK_HIGH]), disk_uniform(w))
     return F[DISK_MEAN]
 
 

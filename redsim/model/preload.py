@@ -131,8 +131,7 @@ def _draw(rng: np.random.Generator, d, n: int) -> np.ndarray:
     if d.kind == "lognormal":
         return rng.lognormal(math.log(d.mean) - 0.5 * d.sigma ** 2, d.sigma, n)
     if d.kind == "empirical":
-        table = np.asarray(d.table)
-        return np.interp(rng.random(n), np.linspace(0.0, 1.0, len(table)), table)
+        return np.interp(rng.random(n), d.table_p, d.table_x)
     return np.full(n, float(d.mean))
 
 

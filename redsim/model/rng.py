@@ -24,7 +24,6 @@ from redsim.model.state import (
     DIST_FIXED,
     DIST_LOGNORMAL,
     DIST_UNIFORM,
-    EMP_POINTS,
     KS_RNG1,
     KS_RNG2,
     RNG_LOW,
@@ -95,16 +94,22 @@ def exponential(w, s, mean):
 
 
 @leaf
-def empirical(w, offset, u):
-    """The empirical distribution whose table starts at ``tb_emp[offset]``, at the
-    uniform ``u``: linear interpolation between the table's neighbouring values
-    (its values sit at probabilities 0, 1/1000, ..., 1)."""
-    x = u * (EMP_POINTS - 1)
-    i = int(x)
-    if i >= EMP_POINTS - 1:
-        return w.tb_emp[offset + EMP_POINTS - 1]
-    lo = w.tb_emp[offset + i]
-    return lo + (x - i) * (w.tb_emp[offset + i + 1] - lo)
+def empirical(w, first, last, u):
+    """The empirical distribution whose table is points ``first..last`` of
+    ``tb_emp_p`` (probabilities, 0 to 1, increasing) and ``tb_emp_x`` (values), at
+    the uniform ``u``: the segment ``p[i] ≤ u < p[i+1]`` (binary search), then
+    linear interpolation between its values."""
+    p = w.tb_emp_p
+    lo = first
+    hi = last
+    while hi - lo > 1:
+        mid = (lo + hi) >> 1
+        if p[mid] <= u:
+            lo = mid
+        else:
+            hi = mid
+    x0 = w.tb_emp_x[lo]
+    return x0 + (u - p[lo]) / (p[hi] - p[lo]) * (w.tb_emp_x[hi] - x0)
 
 
 @leaf
@@ -113,7 +118,8 @@ def draw(w, s, kind, mean, low, high, sigma):
 
     Lognormal takes the arithmetic mean and the log-space sigma, so
     mu = ln(mean) − sigma²/2; its normal comes from Box–Muller. For an empirical
-    distribution ``sigma`` holds its table's offset in ``tb_emp`` (build.py).
+    distribution ``low`` and ``high`` hold its first and last point in ``tb_emp_p``
+    and ``tb_emp_x`` (build.py).
     """
     if kind == DIST_FIXED:
         return mean
@@ -127,7 +133,7 @@ def draw(w, s, kind, mean, low, high, sigma):
         z = math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
         return math.exp(math.log(mean) - 0.5 * sigma * sigma + sigma * z)
     if kind == DIST_EMPIRICAL:
-        return empirical(w, int(sigma), uniform(w, s))
+        return empirical(w, int(low), int(high), uniform(w, s))
     return mean
 
 

@@ -152,8 +152,11 @@ DIST_FIXED = 0
 DIST_EXPONENTIAL = 1
 DIST_UNIFORM = 2
 DIST_LOGNORMAL = 3
-DIST_EMPIRICAL = 4  # an inverse-CDF table in tb_emp (model/rng.py empirical)
-EMP_POINTS = 1001  # values per empirical table: at probabilities 0, 1/1000, ..., 1
+# An inverse-CDF table: points first..last (inclusive) of tb_emp_p (probabilities,
+# 0 to 1) and tb_emp_x (values), which the kernel holds as the distribution's
+# low and high (model/rng.py empirical; build.py).
+DIST_EMPIRICAL = 4
+EMP_MAX_POINTS = 1001  # most points in one empirical table (config/schema.py)
 
 # Windowed float series (rows of Rec.wf) and int series (rows of Rec.wi).
 (W_CPU_COMMANDS, W_CPU_READ, W_CPU_WRITE, W_CPU_ITERATION, W_CPU_CRON, W_CPU_CONNECTIONS,
@@ -257,7 +260,7 @@ Tables = namedtuple("Tables", [
     "save_secs", "save_changes",  # the `save` points
     "cmd_denyoom",  # 1: refused with -OOM when eviction fails
     "zipf_cdf",
-    "emp",  # every empirical distribution's table, EMP_POINTS values each
+    "emp_p", "emp_x",  # every empirical distribution's table: probabilities, values
 ])
 
 Keys = namedtuple("Keys", [
@@ -327,7 +330,8 @@ FLOAT_FIELDS = frozenset(
      "gp_retry_backoff",
      "gp_start", "gp_write_once", "gp_trace_t0", "tb_cmd_fixed", "tb_cmd_per_byte",
      "tb_cmd_per_elem",
-     "tb_mix_cum", "tb_prof_t", "tb_prof_rate", "tb_tr_time", "tb_zipf_cdf", "tb_emp",
+     "tb_mix_cum", "tb_prof_t", "tb_prof_rate", "tb_tr_time", "tb_zipf_cdf", "tb_emp_p",
+     "tb_emp_x",
      "ks_expire", "ep_idle",
      "hp_t", "wh_t", "ln_t",
      "rg_buf", "rc_wf", "rc_forks", "rc_passes", "rc_lm_t", "rq_pass_t0"])
