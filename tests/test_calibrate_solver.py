@@ -114,6 +114,13 @@ def test_fork_cost_is_the_line_through_rss_and_fork_time():
     fixed, per_gb = solver.fork_cost([0.1e9, 0.4e9], [1.0e-3, 7.0e-3])
     assert fixed == 0.0
     assert per_gb == pytest.approx(2.9e-3 / 0.17)
+    # Fork times that fall with size (seen on the reference VM: 219 MB 7.98 and
+    # 11.21 ms, 501 MB 9.34 ms, 486 MB 7.82 ms; the line's slope is -3.5 ms/GB):
+    # no negative cost, the mean fork time instead, (7.98 + 11.21 + 9.34 +
+    # 7.82) / 4 = 9.0875 ms, and nothing per GB.
+    fixed, per_gb = solver.fork_cost([219e6, 221e6, 501e6, 486e6],
+                                     [7.98e-3, 11.21e-3, 9.34e-3, 7.82e-3])
+    assert (fixed, per_gb) == (pytest.approx(9.0875e-3), 0.0)
 
 
 def test_fragment_puts_fields_where_a_scenario_reads_them():

@@ -163,6 +163,9 @@ def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[s
     }
     doc = fragment.build(ms, made, extra)
     fragment.write(doc, out)
+    from redsim.config.loader import read_calibration
+
+    read_calibration(out)  # a value a scenario would refuse fails here, not in every run
     t.say(f"wrote {out}" + (f" and {csv_path}" if csv_path else "")
           + f" in {made['duration_s']:.0f} s")
     return doc

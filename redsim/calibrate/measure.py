@@ -502,7 +502,7 @@ def _bgsave(t: Target) -> tuple[float, float, float]:
     return fork_s, rss, time.monotonic() - t0 - fork_s
 
 
-def measure_fork(t: Target, sizes_mb: tuple[int, ...] = (100, 400), reps: int = 2,
+def measure_fork(t: Target, sizes_mb: tuple[int, ...] = (100, 400), reps: int = 3,
                  value_size: int = 1000) -> list[Measurement]:
     """fork() time vs RSS (BGSAVE at two dataset sizes) and the child's keys/s."""
     t.say(f"fork: BGSAVE at {' and '.join(f'{s} MB' for s in sizes_mb)} of data")
@@ -524,7 +524,7 @@ def measure_fork(t: Target, sizes_mb: tuple[int, ...] = (100, 400), reps: int = 
     fixed, per_gb = solver.fork_cost(rss, forks)
     how = ("BGSAVE with " + ", ".join(f"{r / 1e6:.0f} MB RSS: {f * 1e3:.2f} ms"
                                       for r, f in zip(rss, forks, strict=True))
-           + " (latest_fork_usec); line through (RSS, fork time)")
+           + " (latest_fork_usec); least-squares line through (RSS, fork time), parts ≥ 0")
     rate = statistics.fmean([r for r in rates if math.isfinite(r)])
     return [
         Measurement("fork.fixed", fixed, "s", 0.0, len(forks), how, "host.fork-fixed"),

@@ -161,11 +161,17 @@ def line_fit(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
 def fork_cost(rss_bytes: Sequence[float], fork_s: Sequence[float]) -> tuple[float, float]:
     """``fork()`` = fixed + per_gb × RSS: returns (fixed s, s per GB of RSS).
 
-    A fixed part below zero (noise at small sizes) is clipped to 0 and the slope
-    refitted through the origin.
+    The least-squares line, constrained to parts ≥ 0 (fork copies the page
+    tables, so it cannot get faster with more memory): a fixed part below zero
+    (noise at small sizes) is clipped to 0 and the slope refitted through the
+    origin; a slope below zero (the size effect lost in the noise between
+    BGSAVEs, as on a VM whose fork costs ~10 ms whatever its size) is clipped
+    to 0 and the fixed part is the mean fork time.
     """
     gb = [r / 1e9 for r in rss_bytes]
     fixed, per_gb = line_fit(gb, fork_s)
+    if per_gb < 0:
+        return float(np.mean(fork_s)), 0.0
     if fixed < 0:
         per_gb = float(np.dot(gb, fork_s) / np.dot(gb, gb))
         fixed = 0.0
