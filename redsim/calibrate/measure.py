@@ -367,6 +367,11 @@ def measure_client_memory(t: Target, n: int = 200) -> list[Measurement]:
 # ---- eviction ----------------------------------------------------------------------
 
 
+MIN_EVICTED_PER_SET = 0.5
+"""Evicted keys per SET below which an eviction repetition is left out (a SET
+of a new key at the limit evicts about one)."""
+
+
 def measure_eviction(t: Target, reps: int = 3, base_keys: int = 600_000,
                      requests: int = 300_000) -> list[Measurement]:
     """Main-thread µs per evicted key (allkeys-lru, 100-byte values).
@@ -391,6 +396,7 @@ def measure_eviction(t: Target, reps: int = 3, base_keys: int = 600_000,
             load.fill(t.client, base_keys, 100)
             p0, _ = cpu_point(t, "SET", ld, value_size=100, keyspace=100_000_000)
             t.client.config_set("maxmemory-policy", "allkeys-lru")
+            load.settle(t.client)  # a rehash or lazy free that ends later would leave room
             t.client.config_set("maxmemory", int(t.client.info("memory")["used_memory"]))
             a = snapshot(t.client)
             p1, _ = cpu_point(t, "SET", ld, value_size=100, keyspace=100_000_000)
@@ -405,18 +411,40 @@ def measure_eviction(t: Target, reps: int = 3, base_keys: int = 600_000,
         for k, v in cfg.items():
             t.client.config_set(k, v)
         load.delete_prefix(t.client)
+    # A repetition whose SETs evicted fewer than half a key each did not hold
+    # used_memory at the limit (memory freed late, a transient allocation at the
+    # moment the limit was read): its extra CPU divided by a small count is noise.
+    held = [i for i, e in enumerate(per_set) if e >= MIN_EVICTED_PER_SET]
+    dropped = len(per_set) - len(held)
+    if not held:
+        t.say(f"eviction: no repetition evicted {MIN_EVICTED_PER_SET} key per SET or more "
+              f"({', '.join(f'{e:.2f}' for e in per_set)}); eviction costs not measured, "
+              "the model's defaults stay")
+        return []
+    costs = [costs[i] for i in held]
     per_key = statistics.fmean(costs)
+    clipped = per_key < 0
+    if clipped:
+        t.say(f"eviction: the extra CPU per evicted key came out negative ({per_key:.2f} us: "
+              "the host's drift is larger than the effect); taken as 0")
+        per_key = 0.0
     how = (f"redis-benchmark SET of new 100-byte keys (-c 50 -P 16) after {base_keys:,} keys, "
            "with maxmemory 0, then with maxmemory at the used memory (allkeys-lru): extra "
-           f"main-thread CPU per SET over evicted keys per SET ({statistics.fmean(per_set):.2f}); "
-           f"{statistics.fmean(with_us):.2f} vs {statistics.fmean(without_us):.2f} us per SET")
+           "main-thread CPU per SET over evicted keys per SET ("
+           + ", ".join(f"{e:.2f}" for e in per_set) + ")"
+           + (f"; {dropped} repetition(s) under {MIN_EVICTED_PER_SET} evicted per SET left out"
+              if dropped else "")
+           + (f"; {statistics.fmean([with_us[i] for i in held]):.2f} vs "
+              f"{statistics.fmean([without_us[i] for i in held]):.2f} us per SET")
+           + ("; negative, taken as 0" if clipped else ""))
     out = [Measurement("cpu.eviction_per_key", per_key, "us", solver.spread(costs), reps, how)]
     # The model charges a call over the limit eviction-check, and each evicted
     # key maxmemory-samples (5) x eviction-sample + eviction-delete; CPU alone
     # cannot split them, so the measured total keeps the defaults' proportions.
     parts = solver.split_eviction(per_key)
     for name, value in parts.items():
-        out.append(Measurement(f"cpu.{name}", value, "us", solver.spread(costs) * value / per_key,
+        share = value / per_key if per_key else 0.0
+        out.append(Measurement(f"cpu.{name}", value, "us", solver.spread(costs) * share,
                                reps, "the per-key total split as the defaults are ("
                                + ", ".join(f"{k} {v:g} us" for k, v in
                                            solver.eviction_defaults().items()) + ")",
