@@ -3,7 +3,7 @@
 From Python::
 
     import redsim
-    scenario = redsim.load_scenario("scenarios/quickstart.yaml")
+    scenario = redsim.load_scenario("scenarios/web-cache.yaml")
     result = redsim.simulate(scenario, seed=1)
     result.summary["latency_p99_s"], result.timeseries.head()
 """

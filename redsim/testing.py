@@ -255,6 +255,11 @@ class Headroom:
                 f"(from {self.current:g}: x{self.margin:.3g}; P({self.criterion}) "
                 f"crosses {self.threshold:g} in between)")
 
+    def __repr__(self) -> str:
+        # pytest shows an assertion's message by repr(): `assert h.boundary >= 1.2, h`
+        # must print the sentence, not the dataclass's fields (they stay attributes).
+        return f"Headroom({self})"
+
 
 def headroom(scenario: ScenarioLike, path: str, *, to: float, seeds: Iterable[int] | None = None,
              set: Sequence[str] = (), duration: Any = None,  # noqa: A002

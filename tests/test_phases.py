@@ -73,3 +73,30 @@ def test_log2_histogram_prints_like_bcc():
     lines = text.splitlines()
     assert lines[0].strip() == "usecs : count     distribution"
     assert "|" + "*" * 40 + "|" in lines[1] and "*" * 20 + " " in lines[3]
+
+
+def test_a_storm_that_starts_the_run_is_judged_against_the_rate_after_it():
+    # A cache preloaded past maxmemory: eviction saturates the thread from the
+    # first window (no Phase 1), the rate is 4K req/s for 7 windows, then the
+    # run settles at 25K. Compared with its own first window it "held" (4K vs
+    # 4K); against the 25K the run served after it, it fell to 4/25 = 16 %.
+    ts = _series()
+    _burst(ts, 0, 7, 40, 400)  # Phase 2 in windows 1..7, Phase 3 8..47
+    table = phases(ts)
+    assert table["phase2_start"].tolist() == [0.0]
+    assert table["rate_normal"].tolist() == [25_000.0]
+    assert table["rate_dip"].tolist() == pytest.approx([4_000 / 25_000])
+    assert table["burst"].tolist() == [True]
+
+
+def test_a_storm_that_fills_the_run_is_judged_against_the_offered_rate():
+    # Saturated and evicting from the first window to the last: no window
+    # outside the burst. The clients kept issuing 20K req/s, so the 4K served
+    # is 20 % of what was asked: a burst.
+    ts = _series(20)
+    ts[["cpu_idle", "cpu_eviction"]] = [0.0, 0.8]
+    ts["requests_per_sec"] = 4_000.0
+    ts["offered_per_sec"] = 20_000.0
+    table = phases(ts)
+    assert table["rate_normal"].tolist() == [20_000.0]
+    assert table["burst"].tolist() == [True]

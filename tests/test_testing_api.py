@@ -74,3 +74,26 @@ def test_headroom_finds_the_load_where_utilisation_crosses_one_half(tmp_path) ->
     none = headroom(_mdl(), "clients[0].rate", to=4000, criterion="utilisation > 0.5",
                     iterations=2, cache=tmp_path)
     assert none.failing is None and none.boundary == 4000 and "no failure" in str(none)
+
+
+def test_a_failing_headroom_assert_prints_the_sentence(tmp_path):
+    # The README writes `assert h.boundary >= X, h`; pytest shows the message by
+    # repr(), so that must be the "safe up to ..., failing at ..." line.
+    from redsim.testing import Headroom
+
+    h = Headroom(path="engine.cpu.scale", current=1.0, to=2.0, boundary=1.41, failing=1.47,
+                 criterion="burst_detected", threshold=0.5,
+                 probabilities={1.0: 0.0, 1.41: 0.0, 1.47: 1.0})
+    assert "safe up to 1.41, failing at 1.47" in repr(h)
+    f = tmp_path / "test_h.py"
+    f.write_text("from redsim.testing import Headroom\n"
+                 f"h = {h.__class__.__name__}(**{h.__dict__!r})\n"
+                 "def test_h():\n    assert h.boundary >= 1.5, h\n")
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
+                          str(f)], capture_output=True, text=True, cwd=tmp_path).stdout
+    assert "1 failed" in out
+    assert "safe up to 1.41, failing at 1.47" in out
+    assert "probabilities=" not in out

@@ -15,13 +15,20 @@ window):
 - **Phase 1** (not saturated): from the end of the previous Phase 3 (or the
   start of the run) to the start of Phase 2.
 - A Phase 2 is a **burst** when the answered-request rate fell to at most
-  ``BURST_RATE_DIP`` of its Phase 1 median during it: eviction that the thread
-  absorbs without losing throughput is not a burst.
+  ``BURST_RATE_DIP`` of the normal rate during it: eviction that the thread
+  absorbs without losing throughput is not a burst. The normal rate is a rate
+  the run produced outside the burst: the median over the Phase 1 before it;
+  for a Phase 2 that starts the run (no Phase 1), the median over the windows
+  after its Phase 3 (up to the next Phase 2); failing both, the median
+  offered (issued) rate during it. Never the burst's own windows, which
+  would compare the burst with itself and call a storm "no burst".
 
 ``phases(result)`` returns one row per Phase 2 with the three phases' bounds
 and durations, the memory given back (maxmemory minus the lowest
-``used_memory`` in Phase 3), the rate dip and the worst per-window p99 of each
-phase. ``cycle_period`` is the mean gap between successive burst starts.
+``used_memory`` in Phase 3), the normal rate and the lowest answered rate in
+Phase 2 (``rate_dip``: the lowest as a share of the normal one, so 0 means no
+request answered in some window) and the worst per-window p99 of each phase.
+``cycle_period`` is the mean gap between successive burst starts.
 """
 
 from __future__ import annotations
@@ -77,16 +84,25 @@ def phases(result: Any) -> pd.DataFrame:
     used = ts["used_memory"].to_numpy()
     maxmem = ts["maxmemory"].to_numpy()
     p99 = ts["latency_p99"].to_numpy()
+    offered = ts["offered_per_sec"].to_numpy() if "offered_per_sec" in ts else None
     rows = []
     prev_end = 0
-    for a, b in runs:
+    for i, (a, b) in enumerate(runs):
         p1 = slice(prev_end, a) if a > prev_end else slice(max(a - 1, 0), a)
-        normal_rate = float(np.median(rate[p1])) if a > prev_end else float(rate[a])
         normal_sys = float(np.median(in_sys[p1])) if a > prev_end else float(in_sys[a])
         end3 = b + 1
         while end3 < len(t) and in_sys[end3] > BACKLOG_FACTOR * max(normal_sys, 1.0):
             end3 += 1
         end3 = min(end3, len(t) - 1)
+        if a > prev_end:
+            normal_rate = float(np.median(rate[p1]))
+        else:
+            # No Phase 1 before it: the windows after it, up to the next Phase 2.
+            nxt = runs[i + 1][0] if i + 1 < len(runs) else len(t)
+            after = rate[end3 + 1:nxt]
+            normal_rate = (float(np.median(after)) if len(after)
+                           else float(np.median(offered[a:b + 1])) if offered is not None
+                           else float("nan"))
         p3 = slice(b + 1, end3 + 1)
         rate_min = float(rate[a:b + 1].min())
         low = float(used[b + 1:end3 + 1].min()) if end3 > b else float(used[b])
@@ -145,12 +161,15 @@ def format_table(table: pd.DataFrame) -> str:
     """The cycle table as ``redsim run`` prints it."""
     if table.empty:
         return "  no eviction bursts (no window >= 95 % busy with >= 10 % in eviction)"
-    lines = ["  cycle  phase 1  phase 2  phase 3  starts at  mem drop  rate dip  p99 in phase 2"]
+    # "lowest rate": the answered rate at its lowest in Phase 2, as a share of the
+    # normal rate (0 %: nothing answered in some window), not the size of the fall.
+    lines = ["  cycle  phase 1  phase 2  phase 3  starts at  mem drop  lowest rate  "
+             "p99 in phase 2"]
     for i, r in table.iterrows():
         lines.append(
             f"  {i + 1:>5}  {r.phase1_s:>6.0f}s  {r.phase2_s:>6.0f}s  {r.phase3_s:>6.0f}s  "
             f"{r.phase2_start:>8.0f}s  {r.memory_drop_bytes / 2**20:>5.0f} MB  "
-            f"{r.rate_dip:>7.0%}  {r.p99_phase2_s * 1e3:>10.0f} ms"
+            f"{r.rate_dip:>11.0%}  {r.p99_phase2_s * 1e3:>10.0f} ms"
             + ("" if r.burst else "  (no burst: rate held)")
             + ("" if r.complete else "  (cut short by the end of the run)"))
     return "\n".join(lines)

@@ -437,7 +437,8 @@ def measure_eviction(t: Target, reps: int = 3, base_keys: int = 600_000,
            + (f"; {statistics.fmean([with_us[i] for i in held]):.2f} vs "
               f"{statistics.fmean([without_us[i] for i in held]):.2f} us per SET")
            + ("; negative, taken as 0" if clipped else ""))
-    out = [Measurement("cpu.eviction_per_key", per_key, "us", solver.spread(costs), reps, how)]
+    out = [Measurement("cpu.eviction_per_key", per_key, "us", solver.spread(costs), len(costs),
+                       how)]
     # The model charges a call over the limit eviction-check, and each evicted
     # key maxmemory-samples (5) x eviction-sample + eviction-delete; CPU alone
     # cannot split them, so the measured total keeps the defaults' proportions.
@@ -445,7 +446,7 @@ def measure_eviction(t: Target, reps: int = 3, base_keys: int = 600_000,
     for name, value in parts.items():
         share = value / per_key if per_key else 0.0
         out.append(Measurement(f"cpu.{name}", value, "us", solver.spread(costs) * share,
-                               reps, "the per-key total split as the defaults are ("
+                               len(costs), "the per-key total split as the defaults are ("
                                + ", ".join(f"{k} {v:g} us" for k, v in
                                            solver.eviction_defaults().items()) + ")",
                                "engine.cpu." + name.replace("_", "-")))

@@ -975,10 +975,13 @@ class Keyspace(_Model):
     min(history, ttl) s, ages uniform. None: as far back as the TTL (or
     preload-limit) allows; 0: none."""
     preload_limit: Annotated[float, _v(parse_float, minimum=0, exclusive_min=True,
-                                       maximum=1)] = 1.0
-    """Write-once keys are preloaded, youngest first, while used_memory stays
-    under this fraction of maxmemory; older ones are taken to have been
-    evicted. Ignored without maxmemory."""
+                                       maximum=100)] = 1.0
+    """The preloaded keys stay under this multiple of maxmemory: the group's
+    ``preload`` keys, most recently used first, then its write-once keys,
+    youngest first; the rest are taken to have been evicted (a warning says
+    how many of the ``preload`` keys). Above 1 a run may start past maxmemory
+    (a server restarted from an RDB larger than its new limit, which evicts
+    from its first write on). Ignored without maxmemory."""
 
 
 class ProfileStep(_Model):

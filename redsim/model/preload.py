@@ -1,5 +1,9 @@
 """The keyspace at time 0: what the workload would have left after running a while.
 
+No Redis source: the history a running server has behind it, which Redis does
+not compute; the keys placed are costed and stored as ``db.py`` and
+``objects.py`` store any key.
+
 ``keyspace.preload`` makes a fraction of a group's key ids present. How long
 ago each was written and last read matters as soon as keys expire or are
 evicted, so when the group's nominal rate is known (open groups; closed groups
@@ -20,7 +24,10 @@ at time 0 are the ones written over the last ``min(history, ttl)`` seconds:
 ``r_once`` × that span of them, ages uniform, added youngest first while
 ``used_memory`` stays under ``preload-limit × maxmemory``: what does not fit is
 taken to have been evicted, oldest (least recently used) first. The keys of
-``keyspace.preload`` are added first and in full, even past maxmemory.
+``keyspace.preload`` are added first, and also only while they fit under that
+limit, most recently used first: a cache preloaded past maxmemory would open
+the run with an eviction storm no steady workload has (a warning says how
+many were left out; a ``preload-limit`` above 1 lets a run start past it).
 
 Without a known rate (closed groups without think, traces) the older rule
 holds: a TTL'd key has a remaining TTL uniform in (0, ttl] and was last touched
@@ -148,6 +155,35 @@ def _fit(costs: np.ndarray, room: float, keys_before: int, ttl: bool) -> int:
     return int(np.searchsorted(total, room - buckets, side="right"))
 
 
+class PreloadTrimmedWarning(UserWarning):
+    """A group's ``keyspace.preload`` would have put more in memory than maxmemory
+    (× ``preload-limit``) allows, so only the keys that fit were preloaded."""
+
+
+def _keep_recent(costs: np.ndarray, lrus: np.ndarray, room: float, keys_before: int,
+                 ttl: bool) -> np.ndarray | None:
+    """None if all the keys (``costs`` bytes each) fit in ``room``; otherwise the
+    indices, in their original order, of the most recently used ones that fit:
+    the keys an LRU cache at its limit would still hold."""
+    if _fit(costs, room, keys_before, ttl) >= len(costs):
+        return None
+    order = np.argsort(-lrus, kind="stable")  # lrus ≤ 0: the latest access first
+    return np.sort(order[:_fit(costs[order], room, keys_before, ttl)])
+
+
+def _warn_trimmed(grp, scenario, m: int, costs: np.ndarray, keep: np.ndarray) -> None:
+    import warnings
+
+    gb = 1 << 30
+    limit = grp.keyspace.preload_limit * scenario.server.maxmemory
+    warnings.warn(PreloadTrimmedWarning(
+        f"group {grp.name!r}: keyspace.preload would put {costs.sum() / gb:.2f} GiB of keys "
+        f"in memory, over maxmemory{'' if grp.keyspace.preload_limit == 1 else ' x preload-limit'}"
+        f" ({limit / gb:.2f} GiB); preloaded the {len(keep):,} most recently used of {m:,} "
+        f"({costs[keep].sum() / gb:.2f} GiB), the rest taken as evicted "
+        "(keyspace.preload-limit above 1 lets a run start past maxmemory)"), stacklevel=2)
+
+
 def _generator(seed: int, part: int) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(
         np.random.SeedSequence(seed, spawn_key=(PRELOAD_STREAM, part))))
@@ -194,23 +230,31 @@ def plan(scenario, seed: int) -> list[GroupPreload | None]:
             expires = ttl - written if math.isfinite(ttl) else np.full(m, np.inf)
             expires = np.where(expires > 0, expires, ttl)
             lrus = -np.ceil(idle)
+        q16 = scenario.engine.allocator_quantum == 16
+        has_ttl = math.isfinite(ttl)
+        maxmemory = scenario.server.maxmemory
+        limit = ks.preload_limit * maxmemory - STARTUP_BYTES[scenario.redis_version]
+        if maxmemory > 0:
+            hot = string_keys_bytes(grp.key_size, vlens, has_ttl, q16)
+            if m:
+                keep = _keep_recent(hot, lrus, limit - planned_bytes, planned, has_ttl)
+                if keep is not None:
+                    _warn_trimmed(grp, scenario, m, hot, keep)
+                    keys, vlens, expires, lrus, hot = (
+                        keys[keep], vlens[keep], expires[keep], lrus[keep], hot[keep])
+                    m = len(keys)
+            planned_bytes += int(hot.sum())
         once_vlens = np.zeros(0, np.int64)
         if once_rate > 0 and ks.history != 0:
             span = min(math.inf if ks.history is None else ks.history, ttl)
-            q16 = scenario.engine.allocator_quantum == 16
-            has_ttl = math.isfinite(ttl)
-            maxmemory = scenario.server.maxmemory
             if maxmemory > 0:  # no more than fits under the limit beside the group's keys
-                hot = string_keys_bytes(grp.key_size, vlens, has_ttl, q16)
-                hot_bytes = int(hot.sum())
-                room = (ks.preload_limit * maxmemory - STARTUP_BYTES[scenario.redis_version]
-                        - planned_bytes - hot_bytes)
+                room = limit - planned_bytes
                 per_key = hot.mean() if m else float(grp.value_size.mean) + grp.key_size
                 n_max = min(once_rate * span, 1.05 * max(room, 0.0) / per_key + 16)
                 once_vlens = _vlens(rng, grp, int(round(n_max)))
                 costs = string_keys_bytes(grp.key_size, once_vlens, has_ttl, q16)
                 once_vlens = once_vlens[:_fit(costs, room, planned + m, has_ttl)]
-                planned_bytes += hot_bytes + int(costs[:len(once_vlens)].sum())
+                planned_bytes += int(costs[:len(once_vlens)].sum())
             else:
                 once_vlens = _vlens(rng, grp, int(round(once_rate * span)))
         n_once = len(once_vlens)
