@@ -150,13 +150,15 @@ FIT_LOADS = (CpuLoad(50, 1, 100_000), CpuLoad(50, 16, 600_000), CpuLoad(1, 1, 20
              CpuLoad(1, 16, 100_000))
 
 
-def _bench_args(command: str, value_size: int, elements: int = 1) -> list[str]:
+def _bench_args(command: str, value_size: int, elements: int = 1, keys: str = _K
+                ) -> list[str]:
+    """redis-benchmark's arguments for ``command``; ``keys``: the key pattern."""
     if elements == 1:
         args = list(BENCH_COMMANDS[command])
     else:
         head, one = MULTI[command]
         args = head + one * elements
-    return ["x" * value_size if a == "V" else a for a in args]
+    return ["x" * value_size if a == "V" else keys if a == _K else a for a in args]
 
 
 def point_from_delta(d: Delta, command: str, clients: int, pipeline: int,
@@ -172,11 +174,13 @@ def point_from_delta(d: Delta, command: str, clients: int, pipeline: int,
 
 
 def cpu_point(t: Target, command: str, ld: CpuLoad, value_size: int = 3,
-              keyspace: int = 100_000, elements: int = 1
+              keyspace: int = 100_000, elements: int = 1, keys: str = _K
               ) -> tuple[solver.CpuPoint, load.BenchResult]:
-    """Main-thread CPU (and sleeps) per ``command`` under one redis-benchmark load."""
+    """Main-thread CPU (and sleeps) per ``command`` under one redis-benchmark load
+    (``keys``: the key pattern, ``load.key_pattern()`` by default)."""
     a = snapshot(t.client, t.pid)
-    bench = load.redis_benchmark(t.host, t.port, _bench_args(command, value_size, elements),
+    bench = load.redis_benchmark(t.host, t.port,
+                                 _bench_args(command, value_size, elements, keys),
                                  clients=ld.clients, pipeline=ld.pipeline,
                                  requests=ld.requests, keyspace=keyspace)
     point, foreign = point_from_delta(Delta(a, snapshot(t.client, t.pid)), command,
@@ -399,7 +403,11 @@ def measure_eviction(t: Target, reps: int = 3, base_keys: int = 600_000,
             load.settle(t.client)  # a rehash or lazy free that ends later would leave room
             t.client.config_set("maxmemory", int(t.client.info("memory")["used_memory"]))
             a = snapshot(t.client)
-            p1, _ = cpu_point(t, "SET", ld, value_size=100, keyspace=100_000_000)
+            # Keys of their own: redis-benchmark seeds __rand_int__ so that two runs
+            # a second apart often draw the same numbers (seen on Debian's 7.0.15),
+            # and SETs of the first load's keys would overwrite instead of evict.
+            p1, _ = cpu_point(t, "SET", ld, value_size=100, keyspace=100_000_000,
+                              keys=load.key_pattern(load.PREFIX + "evict:"))
             b = snapshot(t.client)
             evicted = Delta(a, b).field("evicted_keys") / ld.requests
             t.client.config_set("maxmemory", cfg["maxmemory"])
