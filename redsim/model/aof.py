@@ -1,6 +1,11 @@
 """The append-only file: ``feedAppendOnlyFile`` and ``flushAppendOnlyFile``
 (``src/aof.c``; reference §5.1).
 
+Follows ``src/aof.c:feedAppendOnlyFile``, ``src/aof.c:flushAppendOnlyFile``
+(the background fsync through ``src/aof.c:aof_background_fsync``) and the
+postponed flush that ``src/server.c:serverCron`` retries, in 6.2, 7.0 and 7.2
+alike but for 6.2's rewrite buffer (see the deviations below).
+
 - **feed**: every write command that changed the dataset, and the DEL that an
   eviction or an expiry propagates, appends its RESP encoding to
   ``aof_buf`` (``AOF_BUF``). The buffer is counted in ``used_memory`` and

@@ -1,4 +1,8 @@
-"""Turn a validated scenario into the kernel's flat arrays (a ``World``)."""
+"""Turn a validated scenario into the kernel's flat arrays (a ``World``).
+
+No Redis source: the wiring from a validated scenario to the kernel's arrays;
+each mechanism it configures names the Redis code it follows.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,15 @@
 """``call()``: execute one parsed command against the keyspace and cost it.
 
+Follows ``src/server.c:call`` — the command's procedure, ``server.dirty``'s count
+of changes, and propagation to the AOF (``src/server.c:propagate`` in 6.2,
+``src/server.c:alsoPropagate`` then ``src/server.c:propagatePendingCommands`` in
+7.x) — and, as far as their effect on the keyspace, their reply and their cost
+go, the command procedures ``src/t_string.c:getCommand``,
+``src/t_string.c:setCommand``, ``src/t_string.c:mgetCommand``,
+``src/t_string.c:msetCommand``, ``src/t_string.c:incrDecrCommand``,
+``src/db.c:delCommand``, ``src/db.c:existsCommand`` and
+``src/expire.c:expireCommand``.
+
 What each command does follows its ``effect`` in the command table
 (``commands.EFFECT_*``); the CPU cost is the table's fixed part, plus a part
 per value byte moved and per element touched, times the service multiplier

@@ -1,5 +1,17 @@
 """What a connection costs in ``used_memory``, and ``clientsCron``'s trimming.
 
+Follows ``src/networking.c:createClient`` and ``src/networking.c:freeClient``;
+the query buffer as ``src/networking.c:readQueryFromClient`` grows it with
+``src/sds.c:sdsMakeRoomFor`` (7.x also ``src/sds.c:sdsMakeRoomForNonGreedy``,
+both through ``src/sds.c:_sdsMakeRoomFor``) and ``src/server.c:clientsCron``
+trims it (``src/server.c:clientsCronResizeQueryBuffer``, with
+``src/sds.c:sdsRemoveFreeSpace`` and, 7.x, ``src/sds.c:sdsResize``); reply
+nodes as ``src/networking.c:_addReplyProtoToList`` makes them; 7.x's
+``c->buf`` as ``src/server.c:clientsCronResizeOutputBuffer`` resizes it; and
+INFO's per-client figure as clientsCron updates it
+(``src/server.c:clientsCronTrackClientsMemUsage`` in 6.2,
+``src/server.c:updateClientMemoryUsage`` in 7.x).
+
 Reference §1.3, §1.5, §1.7, §3.6. Per connection, from its accept (first read)
 to its close, the model keeps:
 

@@ -1,5 +1,9 @@
 """The client side: request sources and their connection pools.
 
+No Redis source: the client population — app processes, their threads or
+arrival streams, and their connection pools — lives outside Redis; what it
+follows is named below (real pool libraries' behaviour).
+
 A client group is a set of app processes, each owning one connection pool of
 at most ``max_size`` connections. Sources are the app threads (closed loop:
 send, wait for the reply, think; trace: the same, replaying a command file) or

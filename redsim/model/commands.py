@@ -1,6 +1,11 @@
 """The command table: what each Redis command costs the main thread and how big
 its request and reply are on the wire.
 
+Follows Redis's command table for each command's flags (``write``, ``denyoom``):
+``redisCommandTable`` in ``src/server.c`` (6.2), generated into
+``src/commands.c`` (7.0) and ``src/commands.def`` (7.2). The costs are
+measurements (below), not source.
+
 CPU costs are in microseconds (µs) of main-thread time for the command procedure
 (`c->cmd->proc`, what `INFO commandstats` reports as `usec_per_call`), split into
 a fixed part, a part per byte of value copied, and a part per element touched

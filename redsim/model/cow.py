@@ -2,6 +2,13 @@
 what the copies cost (reference §5.4; the mechanism is described in
 ``model/fork.py``).
 
+No Redis source: the copies are made by the Linux kernel's page-fault handler,
+not by Redis. What Redis reports of them, ``current_cow_size``, the child
+measures as its private dirty memory (``src/server.c:sendChildCowInfo`` through
+``src/childinfo.c:sendChildInfoGeneric``, from
+``src/zmalloc.c:zmalloc_get_private_dirty``); Redis's part in what is copied —
+no LRU/LFU update and no dict resize while a child lives — is in ``db.py``.
+
 The bitmap ``pg_cow`` has one bit per page that existed at the fork (4 KB,
 or 2 MB with transparent huge pages on a kernel that copies them whole,
 ``host.thp-cow: copy-huge``): set once the parent copied it.

@@ -1,5 +1,13 @@
 """The keyspace, as ``src/db.c`` and ``src/dict.c`` keep it: one flat row per key id.
 
+Follows ``src/db.c:dbAdd``, ``src/db.c:setKey`` (overwriting through
+``src/db.c:dbOverwrite`` in 6.2/7.0, ``dbSetValue`` in 7.2),
+``src/db.c:setExpire``, ``src/db.c:lookupKey`` with ``src/db.c:expireIfNeeded``
+and ``src/db.c:updateLFU``, ``src/db.c:dbSyncDelete`` (6.2) /
+``src/db.c:dbGenericDelete`` (7.x), and the dicts' sizes:
+``src/dict.c:_dictExpandIfNeeded``, ``src/server.c:dictExpandAllowed``,
+``src/server.c:updateDictResizePolicy`` and ``src/server.c:tryResizeHashTables``.
+
 A key's row holds the bytes it allocates, its value length, its LRU clock and
 its expire time (``state.Keys``); ``cost == 0`` means absent. The two dicts
 (main and expires) are represented by their entry counts and bucket counts,

@@ -1,5 +1,11 @@
 """The disk under the AOF and the RDB file: one FIFO queue of jobs.
 
+No Redis source: the host's disk. What Redis puts on it is modelled where Redis
+issues it: the AOF's write and fsync in ``aof.py``
+(``src/aof.c:flushAppendOnlyFile``, ``src/aof.c:aof_background_fsync``), the
+fork child's file and its incremental fsync (``src/rio.c:rioSetAutoSync``) in
+``fork.py``.
+
 Everything that reaches the device queues on it in the order it is issued:
 the main thread's ``fdatasync`` (``appendfsync always``), the background
 fsync job of ``everysec`` (``bio`` thread), the kernel flusher's writeback

@@ -1,5 +1,14 @@
 """The Redis main thread: ``aeProcessEvents`` iterations, compiled.
 
+Follows ``src/ae.c:aeProcessEvents`` (with ``src/ae.c:processTimeEvents``),
+``src/server.c:beforeSleep``, ``src/networking.c:readQueryFromClient``,
+``src/networking.c:processInputBuffer``, ``src/server.c:processCommand`` (the
+eviction and OOM checks before ``call``),
+``src/networking.c:handleClientsWithPendingWrites`` and
+``src/networking.c:writeToClient`` (``src/networking.c:_writevToClient`` in
+7.x, one ``write()`` per buffer in 6.2), and ``src/server.c:serverCron``'s
+dynamic hz and cron calls; the version differences are listed below.
+
 One iteration, as in ``src/ae.c`` and ``src/server.c`` (reference §1.1–1.2):
 
 1. ``beforeSleep``: the fast expire cycle; the AOF flush (``aof.py``: one
@@ -45,9 +54,10 @@ Deviations, each small and documented:
   ``serverCron``), and their timelines are known when they start; so they
   are kept as times in the kernel (``disk.py``, ``fork.py``), exact, rather
   than as SimPy processes the kernel would stop for.
-- Accepting a connection (``acceptTcpHandler`` + ``createClient``) is charged
-  at its first read rather than as a separate listening-socket event; freeing
-  a client closed by its pool is charged at the next iteration's file events.
+- Accepting a connection (``acceptTcpHandler``, 7.2's
+  ``connSocketAcceptHandler``, + ``createClient``) is charged at its first
+  read rather than as a separate listening-socket event; freeing a client
+  closed by its pool is charged at the next iteration's file events.
 - A reply pass writes exactly 64 KB and leaves the rest to the next
   beforeSleep. Redis writes whole buffers until it has passed 64 KB (up to
   ~78 KB with 16 KB nodes, or all of a big reply's node), then continues from

@@ -1,5 +1,8 @@
 """The client-side future event list: a timing wheel, a heap and two delay lines.
 
+No Redis source: the simulator's own event list for what happens outside the
+main thread (clients, the network).
+
 Every event carries a sequence number taken when it is scheduled, and events
 leave in (time, sequence) order, so ties at one instant go first-scheduled
 first and every run is deterministic.

@@ -1,5 +1,13 @@
 """``performEvictions`` (``src/evict.c``): freeing memory before a command runs.
 
+Follows ``src/evict.c:performEvictions``, ``src/evict.c:getMaxmemoryState``,
+``src/evict.c:evictionPoolPopulate``, ``src/evict.c:estimateObjectIdleTime``,
+``src/evict.c:evictionTimeLimitUs`` and ``src/evict.c:evictionTimeProc`` (the
+timer started by ``src/evict.c:startEvictionTimeProc`` in 7.x, inline in
+``performEvictions`` in 6.2); the same logic in 6.2, 7.0 and 7.2. Its samples
+stand for ``src/dict.c:dictGetSomeKeys`` and ``src/dict.c:dictGetRandomKey``
+(see the sampling deviation).
+
 Called before every command while ``maxmemory`` is set (reference §2.1–2.5):
 
 1. ``getMaxmemoryState``: ``mem_tofree = used − not_counted − maxmemory``; under

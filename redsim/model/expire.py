@@ -1,5 +1,11 @@
 """``activeExpireCycle`` (``src/expire.c``): deleting expired keys nobody reads.
 
+Follows ``src/expire.c:activeExpireCycle`` and
+``src/expire.c:activeExpireCycleTryExpire``, called from
+``src/server.c:databasesCron`` (slow) and ``src/server.c:beforeSleep`` (fast);
+6.2 and 7.0 walk the expires dict's buckets with ``db->expires_cursor``, 7.2
+with ``dictScan``.
+
 Reference §4.2, with ``e = active-expire-effort − 1``:
 
 - the **slow** cycle runs from serverCron each tick with a time limit of

@@ -1,6 +1,14 @@
 """``fork()`` for BGSAVE and AOF rewrite, the child's life, and copy-on-write
 (``src/server.c:redisFork``, ``src/rdb.c``, ``src/aof.c``; reference §5.2–5.4).
 
+Follows ``src/server.c:redisFork``, ``src/rdb.c:rdbSaveBackground``,
+``src/aof.c:rewriteAppendOnlyFileBackground``, the save-point and
+auto-rewrite checks of ``src/server.c:serverCron``,
+``src/server.c:checkChildrenDone`` with ``src/rdb.c:backgroundSaveDoneHandler``
+and ``src/aof.c:backgroundRewriteDoneHandler``, the child's incremental fsync
+(``src/rio.c:rioSetAutoSync``: 32 MB in 6.2, 4 MB in 7.x) and
+``src/server.c:updateDictResizePolicy``.
+
 **Triggers** (``serverCron``, no child running): a ``save`` point
 (``dirty ≥ changes`` and more than ``seconds`` since the last save, and the
 last BGSAVE succeeded or 5 s passed since it was tried); an AOF rewrite when

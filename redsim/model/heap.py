@@ -1,5 +1,7 @@
 """A binary min-heap on (time, sequence): the far-future overflow of the wheel.
 
+No Redis source: part of the simulator's client-side event list.
+
 Holds the client events that lie beyond the timing wheel's span (long think
 times, pool reaper timers, the next open-loop arrival far ahead); ``wheel``
 moves them in as its span reaches them.

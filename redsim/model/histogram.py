@@ -1,5 +1,8 @@
 """Streaming latency histograms: log-linear buckets, HdrHistogram-style.
 
+No Redis source: the recorder's histograms of the latency clients see, which
+Redis does not measure.
+
 Each power of two between 2^E_MIN and 2^E_MAX seconds (≈ 60 ns … 4096 s) is
 split into ``SUB`` equal buckets, so a bucket is at most 1/SUB = 1.6 % of its
 value wide; percentiles interpolate linearly inside a bucket. Values below the

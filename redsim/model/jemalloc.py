@@ -1,5 +1,10 @@
 """jemalloc size classes: what every zmalloc allocation is rounded up to.
 
+Follows ``src/zmalloc.c:ztrymalloc_usable``, which counts each allocation in
+``used_memory`` at ``zmalloc_size`` (``je_malloc_usable_size``), and
+jemalloc's size classes (``deps/jemalloc/src/sc.c:size_classes`` in 7.x's
+jemalloc 5.3; 6.2's bundled 5.1 has the same classes, reference §3.3).
+
 Redis counts each allocation in ``used_memory`` at its usable size
 (``je_malloc_usable_size``, reference §3.1), so a 20-byte request costs 24 or
 32 bytes depending on the build. Classes (reference §3.3):

@@ -1,5 +1,7 @@
 """The decorators every compiled kernel function uses, and where their code is cached.
 
+No Redis source: how the kernel is compiled.
+
 ``leaf`` (small helpers called on every request) inlines at numba's IR level;
 ``step`` is a normal compiled call; ``entry`` marks the functions Python
 calls. All run as plain Python under ``NUMBA_DISABLE_JIT=1``.

@@ -1,5 +1,8 @@
 """The latency monitor (``src/latency.c``): per-event samples above a threshold.
 
+Follows ``src/latency.c:latencyAddSample`` behind the ``latencyAddSampleIfNeeded``
+macro of ``src/latency.h``, the same in 6.2, 7.0 and 7.2.
+
 ``latencyAddSampleIfNeeded(event, ms)`` records a sample only when
 ``latency-monitor-threshold`` is set (ms > 0) and the sample is at least the
 threshold. Each event keeps the last ``LATENCY_TS_LEN`` = 160 samples, one per

@@ -1,5 +1,9 @@
 """LFU counters as ``src/evict.c`` keeps them in an object's 24-bit ``lru`` field.
 
+Follows ``src/evict.c:LFUGetTimeInMinutes``, ``src/evict.c:LFUDecrAndReturn``
+and ``src/evict.c:LFULogIncr``, applied on access by ``src/db.c:updateLFU``;
+the same in 6.2, 7.0 and 7.2.
+
 The field holds the last decrement time in minutes (16 bits) and an 8-bit
 logarithmic counter (reference §2.6): new keys start at ``LFU_INIT_VAL`` = 5;
 an access first decays the counter by one per ``lfu-decay-time`` minutes

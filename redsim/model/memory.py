@@ -1,5 +1,9 @@
 """The memory ledger: what ``used_memory`` is made of, and the maxmemory test.
 
+Follows ``src/zmalloc.c:zmalloc_used_memory`` (the counter, as a sum of the
+parts below), ``src/evict.c:freeMemoryGetNotCountedMemory``,
+``src/evict.c:getMaxmemoryState`` and ``src/evict.c:overMaxmemoryAfterAlloc``.
+
 ``used_memory`` (reference §3.1) is zmalloc's counter of every allocation at
 its size class. Modelled parts, all in bytes:
 

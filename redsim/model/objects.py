@@ -1,5 +1,12 @@
 """Bytes Redis allocates for a string key: dictEntry, key sds, value object, TTL entry.
 
+Follows ``src/object.c:createStringObject`` (``src/object.c:createEmbeddedStringObject``
+up to 44 bytes, ``src/object.c:createRawStringObject`` above),
+``src/object.c:tryObjectEncoding`` (integers, shared integers) with
+``src/object.c:trimStringObjectIfNeeded``, ``src/sds.c:sdsReqType`` for sds
+headers, and ``src/db.c:dbAdd`` / ``src/db.c:setExpire`` for the dict entries
+(the key's ``src/sds.c:sdsdup`` copy is shared by the expires entry).
+
 Reference §3.4–3.5 (64-bit, no cluster mode), every allocation rounded by
 ``jemalloc.size_class``:
 

@@ -1,5 +1,11 @@
 """RESP wire sizes: how many bytes a command and its reply occupy.
 
+Follows the RESP2 that ``src/networking.c:processMultibulkBuffer`` parses and
+that ``src/networking.c:addReplyBulk``, ``src/networking.c:addReplyNull``,
+``src/networking.c:addReplyLongLong`` and ``src/networking.c:addReplyArrayLen``
+write (the same in 6.2, 7.0 and 7.2 for RESP2 clients); ``PROTO_IOBUF_LEN`` and
+``PROTO_MBULK_BIG_ARG`` are ``src/server.h``'s.
+
 Redis charges per byte when it reads a query and writes a reply, so the
 simulator needs these sizes; they follow the RESP2 encoding
 (``*<argc>\\r\\n`` then ``$<len>\\r\\n<arg>\\r\\n`` per argument).

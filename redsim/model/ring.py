@@ -1,5 +1,7 @@
 """Ring-buffer index arithmetic for the kernel's FIFO rings.
 
+No Redis source: a helper of the kernel's own queues.
+
 ``i % n`` with a run-time ``n`` compiles to an integer division (~25–40
 cycles), and rings are indexed several times per request (pool idle rings,
 the ready list, the delay lines). Ring indices never exceed two laps, so a

@@ -1,5 +1,8 @@
 """Random streams for the kernel: per-component buffers of uniforms.
 
+No Redis source: the simulator's random streams (where Redis itself draws at
+random, as eviction's sampling does, the module that models it says so).
+
 Each component (the server's service-time noise, and per client group: arrivals
 or think times, command mix and keys, value sizes) has its own
 ``numpy.random.Generator`` spawned from the run's ``SeedSequence``, so streams never

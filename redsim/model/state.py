@@ -1,5 +1,8 @@
 """Flat-array state shared by the compiled main-thread kernel.
 
+No Redis source: the kernel's memory layout; the comments beside the fields
+name the Redis variables some of them stand for.
+
 Everything the kernel touches is a numpy array, so numba can compile it and the
 same code runs uncompiled with ``NUMBA_DISABLE_JIT=1``. Scalars live in two
 vectors, ``F`` (float64) and ``I`` (int64), addressed by the named indices

@@ -1,5 +1,8 @@
 """Trace files: a command list to replay, as ``redis-cli`` or ``MONITOR`` shows it.
 
+No Redis source: a client-side input format. The MONITOR line form is the
+one ``src/replication.c:replicationFeedMonitors`` writes.
+
 Accepted line forms (blank lines and lines starting with ``#`` are skipped):
 
 - ``GET user:42`` / ``SET user:42 "some value" EX 60`` — redis-cli style,

@@ -1,5 +1,7 @@
 """A timing wheel (calendar queue) for the client events of the near future.
 
+No Redis source: part of the simulator's client-side event list.
+
 Think-time expiries are the bulk of the client event list: one pending per
 thinking source, 10,000 in the reference benchmark, where a binary heap costs
 ~120 ns per push and pop (measured). The wheel (Brown's calendar queue, 1988,

@@ -1,5 +1,7 @@
 """The kernel's view of a ``World``: a table of raw pointers to its arrays.
 
+No Redis source: how the compiled kernel reaches its arrays.
+
 Why not hand the kernel the namedtuple of arrays itself: numba passes a
 namedtuple by value, flattened into its ~130 array descriptors, and counts a
 reference for every array it touches. Measured on this machine, a call

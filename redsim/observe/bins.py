@@ -1,5 +1,9 @@
 """Fixed-interval accumulators the kernel writes into while it runs.
 
+No Redis source: the recorder. Its series are named after the INFO fields
+they stand for, but where Redis samples (``instantaneous_ops_per_sec`` over
+100-ms samples) these are exact integrals over each window.
+
 Window ``w`` covers simulated time [w·dt, (w+1)·dt). Rates and CPU shares are
 exact integrals over each window, not samples; gauges such as
 ``connected_clients`` are snapshots at the window's end, as a poll of ``INFO``
