@@ -37,15 +37,15 @@ CPU_COLUMNS = {
 
 @functools.cache
 def model_version() -> str:
-    """A hash of the model's source files (``redsim/model``, ``redsim/observe``):
-    what a run's figures depend on besides its scenario and seed. Two runs with
-    equal scenario hash, seed and model version are identical. (numba's version
-    is left out: the kernel is compiled without fast-math, so IEEE arithmetic
-    gives the same figures whichever numba compiled it.) Computed once per
-    process: the process runs the model it imported."""
-    import hashlib
+    """A hash of the model's code (``redsim/model``, ``redsim/observe``, without
+    comments and docstrings: ``jit.code_hash``): what a run's figures depend on
+    besides its scenario and seed. Two runs with equal scenario hash, seed and
+    model version are identical. (numba's version is left out: the kernel is
+    compiled without fast-math, so IEEE arithmetic gives the same figures
+    whichever numba compiled it.)"""
+    from redsim.model.jit import code_hash
 
-    from redsim.model.jit import _PACKAGE, KERNEL_SOURCES
+    return code_hash()[:16]
 
     h = hashlib.sha256()
     for sub in KERNEL_SOURCES:

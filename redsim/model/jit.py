@@ -14,13 +14,16 @@ on the S0 run is measured by ``bench/bench_s0.py``.
 Machine code is cached on disk. numba checks a cached function against its
 own source file only, so a change in a function it calls from another module
 (or in the ``World`` layout) would silently reuse stale code; the cache
-directory is therefore keyed by a hash of every kernel source file and the
-numba version: ``$REDSIM_CACHE_DIR`` or ``~/.cache/redsim``, then
-``kernel-<hash>``. Old directories can be deleted freely.
+directory is therefore keyed by a hash of every kernel source file's code
+(``code_hash``) and the numba version: ``$REDSIM_CACHE_DIR`` or
+``~/.cache/redsim``, then ``kernel-<hash>``. Old directories can be deleted
+freely.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
 import os
 from pathlib import Path
@@ -32,13 +35,35 @@ _PACKAGE = Path(__file__).resolve().parent.parent
 KERNEL_SOURCES = ("model", "observe")
 
 
-def kernel_cache_dir() -> Path:
-    """The on-disk cache directory for this exact kernel source."""
-    h = hashlib.sha256(numba.__version__.encode())
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    """``tree`` without the docstrings of its module, classes and functions."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                    and isinstance(body[0].value.value, str)):
+                node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+@functools.cache
+def code_hash() -> str:
+    """sha256 (hex) of the code of every module in ``KERNEL_SOURCES``: each file's
+    syntax tree without comments and docstrings, so documentation edits neither
+    recompile the kernel nor make a run's model version (``result.model_version``)
+    look new, while any change of code does."""
+    h = hashlib.sha256()
     for sub in KERNEL_SOURCES:
         for path in sorted((_PACKAGE / sub).glob("*.py")):
-            h.update(f"{sub}/{path.name}".encode())
-            h.update(path.read_bytes())
+            h.update(f"{sub}/{path.name}\0".encode())
+            h.update(ast.dump(_strip_docstrings(ast.parse(path.read_bytes()))).encode())
+    return h.hexdigest()
+
+
+def kernel_cache_dir() -> Path:
+    """The on-disk cache directory for this exact kernel code and numba version."""
+    h = hashlib.sha256(numba.__version__.encode())
+    h.update(code_hash().encode())
     base = os.environ.get("REDSIM_CACHE_DIR") or Path(
         os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "redsim"
     return Path(base) / f"kernel-{h.hexdigest()[:16]}"
