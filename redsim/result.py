@@ -47,13 +47,6 @@ def model_version() -> str:
 
     return code_hash()[:16]
 
-    h = hashlib.sha256()
-    for sub in KERNEL_SOURCES:
-        for path in sorted((_PACKAGE / sub).glob("*.py")):
-            h.update(f"{sub}/{path.name}".encode())
-            h.update(path.read_bytes())
-    return h.hexdigest()[:16]
-
 
 @dataclass
 class Latency:
