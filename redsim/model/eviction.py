@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 
-from redsim.model import lfu
+from redsim.model import latency, lfu
 from redsim.model.aof import feed_del
 from redsim.model.db import EVPOOL_SIZE, LRU_CLOCK_MAX, db_delete, key_exists
 from redsim.model.histogram import log2_bucket
@@ -207,6 +207,7 @@ def perform_evictions(w):
     result = EVICT_OK
     freed = 0
     keys_freed = 0
+    before = cpu  # latencyStartMonitor: the loop is what "eviction-cycle" times
     while freed < tofree:
         k, spent = select_victim(w)
         cpu += spent
@@ -225,6 +226,7 @@ def perform_evictions(w):
             if cpu > F[EV_TIME_LIMIT]:
                 I[EV_TIMER] = 1  # startEvictionTimeProc
                 break
+    latency.add_sample(w, latency.LM_EVICTION_CYCLE, cpu - before)
     if result != EVICT_FAIL and I[EV_TIMER]:
         result = EVICT_RUNNING
     record_call(w, cpu, tofree)

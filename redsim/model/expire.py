@@ -27,6 +27,7 @@ looked at, ``engine.cpu.expire-delete`` per key deleted.
 
 from __future__ import annotations
 
+from redsim.model import latency
 from redsim.model.aof import feed_del
 from redsim.model.db import db_delete
 from redsim.model.jit import leaf, step
@@ -114,4 +115,5 @@ def active_expire_cycle(w, fast):
             break
         if sampled == 0 or expired * 100 <= stale * sampled:
             break
+    latency.add_sample(w, latency.LM_EXPIRE_CYCLE, cpu)  # the cycle's time, as Redis
     return cpu
