@@ -18,7 +18,7 @@ from redsim.model import disk, preload
 from redsim.model import state as S
 from redsim.model.build import build_world
 from redsim.model.rng import draw, peek_uniform
-from tests.engine_helpers import ZERO_OVERHEAD
+from tests.engine_helpers import ZERO_OVERHEAD, tiny_world
 
 # Quantiles at log2-µs bin edges (the fsync histogram's bins): P(< 128 µs) = 0.25,
 # P(< 256 µs) = 0.5, P(< 1024 µs) = 0.9, and nothing above 4 096 µs.
@@ -264,14 +264,11 @@ def test_the_kernels_value_size_and_think_draws_are_the_tables_inverse_cdf():
     # interpolation of the same table at the same point (exact up to rounding).
     # This checks the transform for every draw, independent of the stream's luck.
     think = {0.0: "1ms", 0.5: "2ms", 0.99: "10ms", 1.0: "1s"}
-    w, streams, _ = _world(
-        disk={"fsync": {"distribution": "empirical", "quantiles": QUANTILES}},  # a table first
-        clients=[{"value-size": {"distribution": "empirical", "quantiles": SIZES},
-                  "think": {"distribution": "empirical", "quantiles": think}}])
-    # The kernel reads the streams' buffer flat (stream s at s x size); a view, so
-    # the refills below reach it.
-    w = w._replace(rg_buf=w.rg_buf.reshape(-1))
-    assert np.shares_memory(w.rg_buf, streams.buf)
+    w, streams = tiny_world({
+        "disk": {"fsync": {"distribution": "empirical", "quantiles": QUANTILES}},  # a table first
+        "clients": [{"value-size": {"distribution": "empirical", "quantiles": SIZES},
+                     "think": {"distribution": "empirical", "quantiles": think}}]})
+    assert np.shares_memory(w.rg_buf, streams.buf)  # the refills below reach the kernel
     n = 20_000
     for prefix, d in (("vs", _emp(SizeDist, quantiles=SIZES)),
                       ("think", _emp(DurationDist, quantiles=think))):
@@ -306,7 +303,7 @@ def test_a_runs_fsyncs_follow_the_table():
           "engine": {"cpu": {**ZERO_OVERHEAD, "aof-write": 0, "aof-write-per-byte": 0,
                              "commands": {"SET": {"fixed": 0, "per-byte": 0}}}},
           "disk": {"fsync": {"distribution": "empirical", "quantiles": QUANTILES},
-                   "write-bandwidth": "1000000gb/s"},
+                   "write-bandwidth": "500000gb/s"},
           "clients": [{"mix": {"SET": 1}, "pool": {"max-size": 1}}]}
     r = simulate(load_scenario(sc))
     h = r.fsync_calls

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from redsim import load_scenario
 from redsim.model import eviction, expire, latency
 from redsim.model import state as S
-from redsim.model.build import build_world
+from tests.engine_helpers import tiny_world
 
 KEYS = 1000
 
@@ -26,9 +25,7 @@ def _world(ttl: str | None = None, **server):
                        "mix": [{"command": "SET", "weight": 1, **({"ttl": ttl} if ttl else {})}],
                        "key-size": 16, "value-size": 1000,
                        "keyspace": {"keys": KEYS, "preload": 1.0}}]}
-    w, _, _ = build_world(load_scenario(sc), 1)
-    # The kernel reads the random streams' buffer flat (stream s at s x size).
-    return w._replace(rg_buf=w.rg_buf.reshape(-1))
+    return tiny_world(sc)[0]
 
 
 def _samples(w, event: int) -> list[int]:
