@@ -93,6 +93,24 @@ def _load(args) -> object:
                          calibration=getattr(args, "calibration", None))
 
 
+def _save_run(result, out: Path, plots: bool) -> None:
+    """Write the run folder. A figure that could not be drawn costs only itself: the
+    data files are written regardless and the figure is named on one
+    ``redsim: warning:`` line on stderr (not Python's two-line warning format)."""
+    import warnings
+
+    from redsim.result import FigureWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", FigureWarning)
+        result.save(out, plots=plots)
+    for w in caught:
+        if issubclass(w.category, FigureWarning):
+            print(f"redsim: warning: {w.message}", file=sys.stderr)
+        else:  # not ours: shown as it would have been
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+
+
 def cmd_run(args) -> int:
     from redsim.simulation import Simulation
 
@@ -103,8 +121,8 @@ def cmd_run(args) -> int:
     result = Simulation(scenario, seed=seed, progress=progress).run()
     wall = time.perf_counter() - t0
     out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}-seed{seed}"
-    result.save(out, plots=not args.no_plots)
-    print(summary_table(result.summary))
+    print(summary_table(result.summary))  # before the folder: nothing in saving it can lose this
+    _save_run(result, out, plots=not args.no_plots)
     if result.summary.get("eviction_calls_over_limit", 0) > 0:
         from redsim.analysis.phases import format_table
 

@@ -23,9 +23,11 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter
 
-__all__ = ["CPU_ORDER", "plot_cycles", "plot_endpoint_times", "plot_fork_spike",
-           "plot_latency_histogram", "plot_overview"]
+__all__ = ["CPU_COLOURS", "CPU_ORDER", "cycles_figure", "overview_figure", "plot_cycles",
+           "plot_endpoint_times", "plot_fork_spike", "plot_latency_histogram", "plot_overview"]
 
 CPU_ORDER: tuple[str, ...] = (
     "cpu_commands",
@@ -42,12 +44,43 @@ CPU_ORDER: tuple[str, ...] = (
     "cpu_cow",
     "cpu_idle",
 )
-"""Stacking order of the main-thread CPU-share columns; other ``cpu_*`` columns follow."""
+"""Stacking order of the main-thread CPU-share columns, bottom up; other ``cpu_*``
+columns go between the known activities and ``cpu_idle``, which stays on top."""
+
+CPU_COLOURS: dict[str, str] = {
+    # One colour per activity, fixed by name so that an activity has the same
+    # colour in every run whichever others are present. Request work in blues,
+    # event-loop overhead in purple/olive/brown, eviction in the red the cycle
+    # figure uses, persistence in greens and pinks, idle a near-white grey (the
+    # background the work stands on).
+    "cpu_commands": "#1f77b4",
+    "cpu_read": "#9ecae1",
+    "cpu_write": "#17becf",
+    "cpu_iteration": "#9467bd",
+    "cpu_cron": "#bcbd22",
+    "cpu_connections": "#8c564b",
+    "cpu_eviction": "#d62728",
+    "cpu_expire": "#ff7f0e",
+    "cpu_aof": "#2ca02c",
+    "cpu_fsync": "#98df8a",
+    "cpu_fork": "#e377c2",
+    "cpu_cow": "#7b4173",
+    "cpu_idle": "#e6e6e6",
+}
+"""Colour of each known CPU-share column in the overview's main-thread panel."""
+
+_CPU_EXTRA_COLOURS: tuple[str, ...] = ("#7f7f7f", "#393b79", "#637939", "#e7ba52")
+"""Colours for ``cpu_*`` columns not in ``CPU_ORDER``, in sorted-name order (they
+repeat past four such columns, which no recorder writes today)."""
 
 _PANEL_HEIGHT_IN = 2.2  # inches per stacked panel
-_FIG_WIDTH_IN = 11.0
+_FIG_WIDTH_IN = 12.0  # the time axis keeps ~10 in; the legends take the right margin
 _DPI = 110
 _MIB = float(2**20)  # Redis' "mb" (maxmemory 100mb) is 2^20 bytes
+_GIB = float(2**30)
+_PHASE2_COLOUR, _PHASE2_ALPHA = "tab:red", 0.25
+_PHASE3_COLOUR, _PHASE3_ALPHA = "tab:orange", 0.15
+_SERVED, _OFFERED = "tab:blue", "0.3"  # offered: dark grey, dashed, over served
 
 
 def _time_axis(ts: pd.DataFrame) -> np.ndarray:
@@ -58,16 +91,42 @@ def _time_axis(ts: pd.DataFrame) -> np.ndarray:
 
 
 def _col(ts: pd.DataFrame, name: str) -> np.ndarray:
-    """Column ``name`` as a float array (non-numeric values become NaN)."""
+    """Column ``name`` as a float array (non-numeric values become NaN; all NaN if absent)."""
+    if name not in ts.columns:
+        return np.full(len(ts), np.nan)
     return pd.to_numeric(ts[name], errors="coerce").to_numpy(dtype=float)
 
 
+def _finite(*arrays: np.ndarray) -> np.ndarray:
+    """The finite values of all ``arrays``, flattened (possibly empty)."""
+    if not arrays:
+        return np.empty(0)
+    v = np.concatenate([np.asarray(a, dtype=float).ravel() for a in arrays])
+    return v[np.isfinite(v)]
+
+
+def _marker(x: np.ndarray) -> dict:
+    """Line keywords that keep a run of one or two samples visible (a line needs two
+    points to show; a single window would otherwise draw nothing)."""
+    return {"marker": "o", "markersize": 3} if len(x) <= 2 else {}
+
+
+def _legend(ax: Axes, *args, **kwargs) -> None:
+    """A legend outside the panel, to the right of its top: it never covers data.
+
+    Constrained layout keeps the same right margin for every stacked panel, so the
+    shared time axis stays aligned."""
+    kwargs.setdefault("fontsize", "small")
+    ax.legend(*args, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
+              frameon=False, **kwargs)
+
+
 def _no_data(ax: Axes, what: str) -> None:
-    """Mark a panel whose columns are all absent, keeping the panel layout stable."""
+    """Mark a panel with nothing to draw, keeping the panel layout stable."""
     ax.text(
         0.5,
         0.5,
-        f"no {what} columns",
+        f"no {what}",
         transform=ax.transAxes,
         ha="center",
         va="center",
@@ -82,88 +141,214 @@ def _lines(
     drawn = 0
     for name, label in cols:
         if name in ts.columns:
-            ax.plot(x, _col(ts, name) * scale, label=label, linewidth=1.0)
+            ax.plot(x, _col(ts, name) * scale, label=label, linewidth=1.0, **_marker(x))
             drawn += 1
     return drawn
 
 
 def _panel_throughput(ax: Axes, ts: pd.DataFrame, x: np.ndarray) -> None:
-    cols = [("instantaneous_ops_per_sec", "served (ops/s)"), ("offered_per_sec", "offered (req/s)")]
-    if _lines(ax, ts, x, cols):
-        ax.legend(loc="upper right", fontsize="small")
+    ax.set_label("throughput")
+    drawn = 0
+    if "instantaneous_ops_per_sec" in ts.columns:
+        ax.plot(x, _col(ts, "instantaneous_ops_per_sec"), color=_SERVED, linewidth=1.0,
+                label="served (ops/s)", zorder=2, **_marker(x))
+        drawn += 1
+    # Offered dashed grey over served: where Redis keeps up the two coincide and
+    # both stay visible; where it falls behind, the gap is the backlog growing.
+    if "offered_per_sec" in ts.columns:
+        ax.plot(x, _col(ts, "offered_per_sec"), color=_OFFERED, linewidth=1.0,
+                linestyle=(0, (3, 2)), label="offered (req/s)", zorder=3, **_marker(x))
+        drawn += 1
+    if drawn:
+        _legend(ax)
         ax.set_ylim(bottom=0)
     else:
-        _no_data(ax, "throughput")
+        _no_data(ax, "throughput columns")
     ax.set_ylabel("requests/s")
 
 
+def _plain(v: float, _pos: object = None) -> str:
+    """A tick label as a plain number: 0.2, 1, 10, 10000."""
+    return f"{v:g}" if v < 1e5 else f"{v:.0e}"
+
+
+def _plain_2_5(v: float, _pos: object = None) -> str:
+    """A minor log tick label: the 2s and 5s of each decade, plainly; the rest blank."""
+    if v <= 0:
+        return ""
+    coeff = round(v / 10 ** np.floor(np.log10(v)))
+    return _plain(v) if coeff in (2, 5) else ""
+
+
+def _blank(_v: float, _pos: object = None) -> str:
+    return ""
+
+
 def _panel_latency(ax: Axes, ts: pd.DataFrame, x: np.ndarray) -> None:
-    drawn = 0
-    for name, label in (("latency_p50", "p50"), ("latency_p99", "p99"), ("latency_max", "max")):
+    ax.set_label("latency")
+    drawn, positive = 0, False
+    for name, label, colour in (("latency_p50", "p50", "tab:green"),
+                                ("latency_p99", "p99", "tab:orange"),
+                                ("latency_max", "max", "tab:red")):
         if name in ts.columns:
             y = _col(ts, name) * 1e3  # s -> ms
             # Log axis: empty windows (0 or NaN) are gaps, not -inf.
             y[~(y > 0)] = np.nan
-            ax.plot(x, y, label=label, linewidth=1.0)
+            positive |= bool(np.isfinite(y).any())
+            ax.plot(x, y, label=label, color=colour, linewidth=1.0, **_marker(x))
             drawn += 1
-    if drawn:
+    if positive:
         ax.set_yscale("log")
-        ax.legend(loc="upper right", fontsize="small")
-    else:
-        _no_data(ax, "latency")
+        # Plain numbers (0.2, 1, 10), not 10^-1 notation; over two decades or less
+        # the 2s and 5s are labelled too, so a sub-millisecond run shows its values.
+        ax.yaxis.set_major_formatter(FuncFormatter(_plain))
+        lo, hi = ax.get_ylim()  # as autoscaled to the data
+        few_decades = np.log10(hi / lo) <= 2.0
+        ax.yaxis.set_minor_formatter(FuncFormatter(_plain_2_5 if few_decades else _blank))
+    if drawn:
+        _legend(ax)
+    if not positive:
+        _no_data(ax, "latency samples" if drawn else "latency columns")
     ax.set_ylabel("latency (ms)")
 
 
-def _panel_cpu(ax: Axes, ts: pd.DataFrame, x: np.ndarray) -> None:
-    known = [c for c in CPU_ORDER if c in ts.columns]
+def _cpu_columns(ts: pd.DataFrame) -> list[str]:
+    """The ``cpu_*`` columns to stack: known ones in ``CPU_ORDER``, then the rest
+    sorted, then idle: idle stays the top band, the room the work left."""
+    known = [c for c in CPU_ORDER if c in ts.columns and c != "cpu_idle"]
     extra = sorted(
         c for c in ts.columns if isinstance(c, str) and c.startswith("cpu_") and c not in CPU_ORDER
     )
-    cols = known + extra
-    if cols:
-        # Stackplot cannot carry NaN through the cumulative sum; an empty window adds nothing.
-        ys = [np.nan_to_num(_col(ts, c), nan=0.0) for c in cols]
-        labels = [c.removeprefix("cpu_") for c in cols]
-        ax.stackplot(x, ys, labels=labels, linewidth=0)
-        ax.legend(loc="upper right", fontsize="x-small", ncol=min(len(cols), 4))
+    return known + extra + (["cpu_idle"] if "cpu_idle" in ts.columns else [])
+
+
+def _cpu_colour(name: str, extra_index: int) -> str:
+    return CPU_COLOURS.get(name) or _CPU_EXTRA_COLOURS[extra_index % len(_CPU_EXTRA_COLOURS)]
+
+
+def _panel_cpu(ax: Axes, ts: pd.DataFrame, x: np.ndarray) -> None:
+    ax.set_label("cpu")
+    cols = _cpu_columns(ts)
+    extras = [c for c in cols if c not in CPU_COLOURS]
+    # Stackplot cannot carry NaN through the cumulative sum; an empty window adds nothing.
+    ys = {c: np.nan_to_num(_col(ts, c), nan=0.0) for c in cols}
+    # An activity that took no time in any window adds nothing to the stack; left
+    # out, the legend lists only what the thread did (a colour stays its activity's).
+    drawn = [c for c in cols if np.any(ys[c] != 0.0)]
+    if drawn and len(x):
+        colours = [_cpu_colour(c, extras.index(c) if c in extras else 0) for c in drawn]
+        ax.stackplot(x, [ys[c] for c in drawn], labels=[c.removeprefix("cpu_") for c in drawn],
+                     colors=colours, linewidth=0)
+        handles, labels = ax.get_legend_handles_labels()
+        # Top of the stack first, as the bands appear from top to bottom.
+        _legend(ax, handles[::-1], labels[::-1], fontsize="x-small",
+                ncol=1 if len(drawn) <= 7 else 2)
     else:
-        _no_data(ax, "cpu_*")
+        _no_data(ax, "cpu_* samples" if cols else "cpu_* columns")
     ax.set_ylim(0.0, 1.0)
     ax.set_ylabel("main-thread share")
 
 
+def _spread_log(ax: Axes, arrays: Sequence[np.ndarray]) -> None:
+    """A symmetric-log y axis when the lines live in different decades.
+
+    Connected clients (thousands), busy connections and the queue at Redis (a
+    handful, then thousands in a burst) share one count axis; on a linear axis
+    the small ones lie flat on zero. Symlog (linear below 1) keeps 0 and shows
+    every decade; a panel whose lines are all of one size stays linear.
+    """
+    values = _finite(*arrays)
+    if not values.size:
+        return
+    top = float(values.max())
+    medians = [float(np.nanmedian(a)) for a in arrays if np.isfinite(a).any()]
+    if top >= 100.0 and min(medians) < top / 30.0:
+        ax.set_yscale("symlog", linthresh=1.0, linscale=0.5)
+        ax.yaxis.set_major_formatter(FuncFormatter(_plain))  # 0, 1, 10, ..., 10000
+
+
 def _panel_connections(ax: Axes, ts: pd.DataFrame, x: np.ndarray) -> None:
-    left = [("connected_clients", "connected"), ("busy_connections", "busy")]
-    ax.set_ylabel("connections")
-    drawn = _lines(ax, ts, x, left)
-    handles, labels = ax.get_legend_handles_labels()
-    legend_ax = ax
-    if "queue_length" in ts.columns:
-        # The queue is usually orders of magnitude below the connection count; a
-        # second y axis keeps it readable.
-        qax = legend_ax = ax.twinx() if drawn else ax
-        (h,) = qax.plot(
-            x, _col(ts, "queue_length"), color="tab:red", linewidth=1.0, label="queue length"
-        )
-        qax.set_ylabel("queue length")
-        qax.set_ylim(bottom=0)
-        handles.append(h)
-        labels.append("queue length")
-        drawn += 1
-    if drawn:
-        # On the twin axis when there is one: it is drawn on top and would cover the legend.
-        legend_ax.legend(handles, labels, loc="upper left", fontsize="small")
+    ax.set_label("connections")
+    ax.set_ylabel("connections / requests")
+    arrays = []
+    # Same unit (a count) on one axis. The busy-connection line is drawn last,
+    # dashed black and thicker: in a burst it coincides with the queue at Redis
+    # (every busy connection waits there), and under the queue line it vanished.
+    for name, label, style in (
+        ("connected_clients", "connected", dict(color="tab:blue", linewidth=1.0, zorder=2)),
+        ("queue_length", "queue at Redis", dict(color="tab:red", linewidth=1.2, zorder=3)),
+        ("busy_connections", "busy (request outstanding)",
+         dict(color="black", linewidth=1.8, linestyle=(0, (4, 2)), zorder=4)),
+    ):
+        if name in ts.columns:
+            y = _col(ts, name)
+            ax.plot(x, y, label=label, **style, **_marker(x))
+            arrays.append(y)
+    if arrays:
+        _spread_log(ax, arrays)
         ax.set_ylim(bottom=0)
+        _legend(ax)
     else:
-        _no_data(ax, "connection/queue")
+        _no_data(ax, "connection/queue columns")
+
+
+def _memory_unit(values: np.ndarray) -> tuple[float, str]:
+    """Bytes per unit and the axis label: GB (2^30 B) from 10 GB up, else MB (2^20 B)."""
+    if values.size and float(np.max(np.abs(values))) >= 10 * _GIB:
+        return _GIB, "memory (GB, 2^30 B)"
+    return _MIB, "memory (MB, 2^20 B)"
+
+
+def _memory_ylim(x: np.ndarray, used: np.ndarray, limit: np.ndarray,
+                 skip_s: float = 0.0) -> tuple[float, float] | None:
+    """y limits (in the units of ``used``) for a memory panel: the range the data
+    moves in, plus the ``maxmemory`` line when one is set (``limit`` > 0), with an
+    8 % margin each side; at 0 only when the data comes within a margin of it.
+
+    ``skip_s``: the first seconds left out of the range (the climb from the
+    preload to the limit would otherwise set the scale), unless nothing is left
+    after them. None when there is no finite value at all.
+    """
+    keep = x >= (x[0] + skip_s) if len(x) else np.zeros(0, dtype=bool)
+    data = _finite(used[keep]) if skip_s > 0 else np.empty(0)
+    if not data.size:  # a run shorter than skip_s, or all NaN after it
+        data = _finite(used)
+    lim = _finite(limit)
+    values = np.concatenate([data, lim[lim > 0]])
+    if not values.size:
+        return None
+    lo, hi = float(values.min()), float(values.max())
+    span = hi - lo
+    if span <= 0.0:  # a flat line: a band of ±1 % around it
+        span = max(abs(hi) * 0.02, 1.0)
+    margin = 0.08 * span
+    bottom = lo - margin
+    if lo >= 0.0 and bottom < 0.0:
+        bottom = 0.0
+    return bottom, hi + margin
+
+
+def _memory_lines(ax: Axes, ts: pd.DataFrame, x: np.ndarray, skip_s: float = 0.0) -> None:
+    """``used_memory`` and, when set, the dashed ``maxmemory`` line, zoomed to the data."""
+    used_b, limit_b = _col(ts, "used_memory"), _col(ts, "maxmemory")
+    scale, label = _memory_unit(_finite(used_b, limit_b))
+    used, limit = used_b / scale, limit_b / scale
+    ax.plot(x, used, color="tab:blue", label="used_memory", linewidth=1.0, **_marker(x))
+    if np.any(limit > 0):  # maxmemory 0 means no limit: no line at 0
+        ax.plot(x, np.where(limit > 0, limit, np.nan), "k--", label="maxmemory", linewidth=1.2)
+    ylim = _memory_ylim(x, used, limit, skip_s)
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+        ax.ticklabel_format(axis="y", useOffset=False, style="plain")
+    else:
+        _no_data(ax, "memory samples")
+    ax.set_ylabel(label)
+    _legend(ax)
 
 
 def _panel_memory(ax: Axes, ts: pd.DataFrame, x: np.ndarray) -> None:
-    ax.plot(x, _col(ts, "used_memory") / _MIB, label="used_memory", linewidth=1.0)
-    ax.plot(x, _col(ts, "maxmemory") / _MIB, "k--", label="maxmemory", linewidth=1.0)
-    ax.set_ylim(bottom=0)
-    ax.set_ylabel("memory (MB, 2^20 B)")
-    ax.legend(loc="upper left", fontsize="small")
+    ax.set_label("memory")
+    _memory_lines(ax, ts, x)
 
 
 def _save(fig: Figure, path: str | os.PathLike[str]) -> None:
@@ -172,18 +357,24 @@ def _save(fig: Figure, path: str | os.PathLike[str]) -> None:
     fig.savefig(os.fspath(path), format="png", dpi=_DPI)
 
 
-def plot_overview(ts: pd.DataFrame, path: str | os.PathLike[str], title: str = "") -> None:
-    """Write a PNG overview of a run: stacked panels sharing the time axis (seconds).
+def overview_figure(ts: pd.DataFrame, title: str = "") -> Figure:
+    """The overview of a run as a Figure: stacked panels sharing the time axis (s).
 
-    Panels: (a) served vs offered throughput, (b) per-window latency p50/p99/max in
-    ms on a log axis, (c) stacked main-thread CPU shares (0..1), (d) connections
-    and queue length, and (e) memory (MB) with a dashed maxmemory line when both
-    ``used_memory`` and ``maxmemory`` columns are present. Absent columns are
-    skipped; a panel with none of its columns says so rather than disappearing.
+    Panels, each ``Axes`` labelled (``ax.get_label()``) for tests and notebooks:
+    (a) ``throughput``: served vs offered requests/s; (b) ``latency``: per-window
+    p50/p99/max in ms on a log axis; (c) ``cpu``: stacked main-thread shares
+    (0..1), one fixed colour per activity (``CPU_COLOURS``), activities that took
+    no time left out; (d) ``connections``: connected clients, busy connections
+    and the queue at Redis on one count axis (symmetric-log when they are decades
+    apart); (e) ``memory`` (MB, or GB from 10 GB up), present when both
+    ``used_memory`` and ``maxmemory`` columns are: zoomed to the range the data
+    and the dashed maxmemory line span (not from 0). Every legend sits outside
+    its panel, to the right. Absent columns are skipped; a panel with nothing to
+    draw says so rather than disappearing.
 
     Args:
-        ts: time series, index = window time in seconds (named ``time``).
-        path: output PNG file.
+        ts: time series, index = window end time in seconds (named ``time``);
+            any number of windows, none included.
         title: figure title.
     """
     x = _time_axis(ts)
@@ -197,22 +388,33 @@ def plot_overview(ts: pd.DataFrame, path: str | os.PathLike[str], title: str = "
     _panel_connections(axes[3], ts, x)
     if has_memory:
         _panel_memory(axes[4], ts, x)
-    _finish(fig, axes, x, title, path)
+    _finish(fig, axes, x, title)
+    return fig
+
+
+def plot_overview(ts: pd.DataFrame, path: str | os.PathLike[str], title: str = "") -> None:
+    """Write ``overview_figure(ts, title)`` as a PNG at ``path``."""
+    _save(overview_figure(ts, title), path)
 
 
 def _finish(fig: Figure, axes: Sequence[Axes], x: np.ndarray, title: str,
-            path: str | os.PathLike[str], cycles: pd.DataFrame | None = None) -> None:
-    """Letter and grid the stacked panels, share the time axis, title and save."""
+            cycles: pd.DataFrame | None = None) -> None:
+    """Letter and grid the stacked panels, shade the phases, share the time axis, title."""
     for ax, letter in zip(axes, "abcdefgh", strict=False):
         _shade_phases(ax, cycles)
         ax.grid(True, alpha=0.3)
         ax.set_title(f"({letter})", loc="left", fontsize="small")
-    if len(x):
-        axes[-1].set_xlim(float(np.nanmin(x)), float(np.nanmax(x)))
+    t = _finite(x)
+    if t.size:
+        lo, hi = float(t.min()), float(t.max())
+        if lo == hi:
+            # One window, ending at hi: show it from 0 (where it started, for a
+            # run's first window) rather than an axis of zero width.
+            lo = 0.0 if hi > 0 else hi - 1.0
+        axes[-1].set_xlim(lo, hi)
     axes[-1].set_xlabel("time (s)")
     if title:
         fig.suptitle(title)
-    _save(fig, path)
 
 
 def _shade_phases(ax: Axes, cycles: pd.DataFrame | None) -> None:
@@ -220,9 +422,93 @@ def _shade_phases(ax: Axes, cycles: pd.DataFrame | None) -> None:
     if cycles is None or cycles.empty:
         return
     for row in cycles.itertuples():
-        ax.axvspan(row.phase2_start, row.phase2_end, color="tab:red", alpha=0.15, lw=0)
+        ax.axvspan(row.phase2_start, row.phase2_end, color=_PHASE2_COLOUR, alpha=_PHASE2_ALPHA,
+                   lw=0)
         if np.isfinite(row.phase3_end):
-            ax.axvspan(row.phase2_end, row.phase3_end, color="tab:orange", alpha=0.12, lw=0)
+            ax.axvspan(row.phase2_end, row.phase3_end, color=_PHASE3_COLOUR,
+                       alpha=_PHASE3_ALPHA, lw=0)
+
+
+def _phase_legend(ax: Axes, cycles: pd.DataFrame | None) -> None:
+    """Say what the shading means: Phase 2 and Phase 3 entries join the legend of
+    ``ax`` (the top panel, where a reader looks first; the shading is the same in
+    every panel)."""
+    if cycles is None or cycles.empty:
+        return
+    handles, labels = ax.get_legend_handles_labels()
+    handles += [Patch(color=_PHASE2_COLOUR, alpha=_PHASE2_ALPHA, lw=0),
+                Patch(color=_PHASE3_COLOUR, alpha=_PHASE3_ALPHA, lw=0)]
+    labels += ["Phase 2: evicting,\nmain thread saturated", "Phase 3: reclaim,\nbacklog draining"]
+    _legend(ax, handles, labels)
+
+
+def cycles_figure(ts: pd.DataFrame, cycles: pd.DataFrame | None = None,
+                  title: str = "") -> Figure:
+    """The eviction cycle as the GitLab seed (S0) graphs it, as a Figure.
+
+    Panels, sharing the time axis (s): (a) ``used_memory`` near the limit with the
+    dashed ``maxmemory`` line (MB, or GB from 10 GB up), zoomed to the range used
+    memory moves in after the first 60 s (the climb from the preload would set
+    the scale otherwise; a shorter run uses all of it); (b) evicted keys/s; (c)
+    requests/s served and offered; (d) client-buffer memory: INFO's
+    ``mem_clients_normal`` and the true value (MB); (e) the main thread's time
+    split: commands (with their reads and writes), ``performEvictions``,
+    everything else, idle. Phase 2 windows of ``cycles`` (a
+    ``redsim.analysis.phases`` table) are shaded red, Phase 3 amber, and the
+    top panel's legend says so; each panel's legend is outside it, to the
+    right. Any number of windows, none included.
+    """
+    x = _time_axis(ts)
+    fig = Figure(figsize=(_FIG_WIDTH_IN, _PANEL_HEIGHT_IN * 5 + 0.6), layout="constrained")
+    axes = fig.subplots(5, 1, sharex=True, squeeze=False)[:, 0]
+
+    ax = axes[0]
+    ax.set_label("memory")
+    # The story is in the last few hundred MB below the limit, not in the fill-up.
+    _memory_lines(ax, ts, x, skip_s=60.0)
+
+    ax = axes[1]
+    ax.set_label("evictions")
+    ax.plot(x, _col(ts, "evicted_per_sec"), color="tab:red", linewidth=1.0, **_marker(x))
+    ax.set_ylabel("evicted keys/s")
+    ax.set_ylim(bottom=0)
+
+    _panel_throughput(axes[2], ts, x)
+
+    ax = axes[3]
+    ax.set_label("client buffers")
+    if _lines(ax, ts, x, [("mem_clients_normal", "mem_clients_normal (INFO)"),
+                          ("mem_clients_true", "true client memory")], scale=1 / _MIB):
+        _legend(ax)
+    else:
+        _no_data(ax, "client-memory columns")
+    ax.set_ylabel("client buffers (MB)")
+    ax.set_ylim(bottom=0)
+
+    ax = axes[4]
+    ax.set_label("cpu")
+
+    def share(cols: Sequence[str]) -> np.ndarray:
+        return np.sum([np.nan_to_num(_col(ts, c)) for c in cols], axis=0)
+
+    if len(x):
+        requests = share(("cpu_commands", "cpu_read", "cpu_write"))
+        eviction = share(("cpu_eviction",))
+        idle = share(("cpu_idle",))
+        other = np.clip(1.0 - requests - eviction - idle, 0.0, 1.0)
+        ax.stackplot(x, [requests, eviction, other, idle],
+                     labels=["commands + I/O", "performEvictions", "other", "idle"],
+                     colors=["tab:blue", "tab:red", "0.45", CPU_COLOURS["cpu_idle"]],
+                     linewidth=0)
+        handles, labels = ax.get_legend_handles_labels()
+        _legend(ax, handles[::-1], labels[::-1], fontsize="x-small")
+    else:
+        _no_data(ax, "cpu_* samples")
+    ax.set_ylim(0.0, 1.0)
+    ax.set_ylabel("main-thread share")
+    _finish(fig, axes, x, title, cycles)
+    _phase_legend(axes[0], cycles)
+    return fig
 
 
 def plot_cycles(
@@ -231,60 +517,8 @@ def plot_cycles(
     cycles: pd.DataFrame | None = None,
     title: str = "",
 ) -> None:
-    """Write a PNG of the eviction cycle as the GitLab seed (S0) graphs it.
-
-    Panels, sharing the time axis (s): (a) ``used_memory`` near the limit with the
-    dashed ``maxmemory`` line (MB); (b) evicted keys/s; (c) requests/s served and
-    offered; (d) client-buffer memory: INFO's ``mem_clients_normal`` and the true
-    value (MB); (e) the main thread's time split: commands (with their reads and
-    writes), ``performEvictions``, everything else, idle. Phase 2 windows of
-    ``cycles`` (a ``redsim.analysis.phases`` table) are shaded red, Phase 3 amber.
-    """
-    x = _time_axis(ts)
-    fig = Figure(figsize=(_FIG_WIDTH_IN, _PANEL_HEIGHT_IN * 5 + 0.6), layout="constrained")
-    axes = fig.subplots(5, 1, sharex=True, squeeze=False)[:, 0]
-
-    ax = axes[0]
-    used = _col(ts, "used_memory") / _MIB
-    limit = _col(ts, "maxmemory") / _MIB
-    ax.plot(x, used, label="used_memory", linewidth=1.0)
-    ax.plot(x, limit, "k--", label="maxmemory", linewidth=1.0)
-    # The story is in the last few hundred MB below the limit, not in the dataset.
-    top = float(np.nanmax(limit)) if len(limit) else 1.0
-    low = float(np.nanmin(used[x >= x[0] + 60])) if len(used) > 60 else float(np.nanmin(used))
-    low = min(low, top)
-    ax.set_ylim(max(0.0, low - 0.15 * (top - low) - 1), top * 1.01)
-    ax.set_ylabel("memory (MB)")
-    ax.legend(loc="lower left", fontsize="small")
-
-    ax = axes[1]
-    ax.plot(x, _col(ts, "evicted_per_sec"), color="tab:red", linewidth=1.0)
-    ax.set_ylabel("evicted keys/s")
-    ax.set_ylim(bottom=0)
-
-    _panel_throughput(axes[2], ts, x)
-
-    ax = axes[3]
-    _lines(ax, ts, x, [("mem_clients_normal", "mem_clients_normal (INFO)"),
-                       ("mem_clients_true", "true client memory")], scale=1 / _MIB)
-    ax.set_ylabel("client buffers (MB)")
-    ax.set_ylim(bottom=0)
-    ax.legend(loc="upper left", fontsize="small")
-
-    ax = axes[4]
-    def share(cols: Sequence[str]) -> np.ndarray:
-        return np.sum([np.nan_to_num(_col(ts, c)) for c in cols if c in ts.columns], axis=0)
-    requests = share(("cpu_commands", "cpu_read", "cpu_write"))
-    eviction = share(("cpu_eviction",))
-    idle = share(("cpu_idle",))
-    other = np.clip(1.0 - requests - eviction - idle, 0.0, 1.0)
-    ax.stackplot(x, [requests, eviction, other, idle],
-                 labels=["commands + I/O", "performEvictions", "other", "idle"],
-                 colors=["tab:blue", "tab:red", "tab:gray", "0.9"], linewidth=0)
-    ax.set_ylim(0.0, 1.0)
-    ax.set_ylabel("main-thread share")
-    ax.legend(loc="upper right", fontsize="x-small", ncol=4)
-    _finish(fig, axes, x, title, path, cycles)
+    """Write ``cycles_figure(ts, cycles, title)`` as a PNG at ``path``."""
+    _save(cycles_figure(ts, cycles, title), path)
 
 
 def plot_latency_histogram(

@@ -48,6 +48,10 @@ def model_version() -> str:
     return code_hash()[:16]
 
 
+class FigureWarning(UserWarning):
+    """A figure of a run folder could not be drawn; the run's data files were written."""
+
+
 @dataclass
 class Latency:
     """Client-observed request latency (issue → last reply byte received), seconds.
@@ -263,6 +267,11 @@ class Result:
         there were forks, trace passes or latency-monitor samples, and
         ``provenance.json``. Nothing in them depends on the
         wall clock, so the same scenario and seed give byte-identical files.
+
+        The data files are written first, then the figures (``plots=True``),
+        each on its own: a figure that cannot be drawn is left out with a
+        ``FigureWarning`` naming it and the error, never an exception, so a
+        plotting problem never costs the run's data.
         """
         import yaml
 
@@ -297,14 +306,45 @@ class Result:
         if not self.eviction_calls.empty and self.eviction_calls["count"].sum():
             (out / "funclatency.txt").write_text(self.funclatency() + "\n")
         if plots:
-            from redsim.plots import plot_cycles, plot_overview
-
-            title = f"{self.scenario.name} (seed {self.seed})"
-            plot_overview(self.timeseries, out / "overview.png", title=title)
-            if "used_memory" in self.timeseries and self.scenario.server.maxmemory:
-                plot_cycles(self.timeseries, out / "cycles.png", cycles,
-                            title=f"{title}: the eviction cycle")
+            self._save_figures(out, cycles)
         return out
+
+    def _save_figures(self, out: Path, cycles: pd.DataFrame) -> list[str]:
+        """Write the run's figures into ``out``, each on its own; return the names written.
+
+        Called after every data file is on disk. A figure that fails (a plotting
+        bug, an odd time series) must not cost the run: its file is removed (a
+        partial PNG, or one left by an earlier run into the same folder, would
+        pass for this run's) and a ``FigureWarning`` says in one line which
+        figure and why; the other figures are still drawn.
+        """
+        import warnings
+
+        from redsim import plots  # looked up at call time: tests replace a figure function
+
+        title = f"{self.scenario.name} (seed {self.seed})"
+        ts = self.timeseries
+        figures = [("overview.png", lambda path: plots.plot_overview(ts, path, title=title))]
+        if "used_memory" in ts and self.scenario.server.maxmemory:
+            figures.append(("cycles.png", lambda path: plots.plot_cycles(
+                ts, path, cycles, title=f"{title}: the eviction cycle")))
+        written = []
+        for name, draw in figures:
+            path = out / name
+            try:
+                draw(path)
+            except Exception as exc:  # any failure of a figure is reported, not raised
+                try:
+                    path.unlink(missing_ok=True)
+                except OSError:  # the warning below still says the figure is not this run's
+                    pass
+                reason = " ".join(str(exc).split()) or "no message"  # one line
+                warnings.warn(FigureWarning(
+                    f"{name} not written ({type(exc).__name__}: {reason}); "
+                    f"the run's data files in {out} are complete"), stacklevel=3)
+            else:
+                written.append(name)
+        return written
 
 
 def _jsonable(d: dict) -> dict:
