@@ -108,7 +108,9 @@ def _finite(*arrays: np.ndarray) -> np.ndarray:
 def _marker(x: np.ndarray) -> dict:
     """Line keywords that keep a run of one or two samples visible (a line needs two
     points to show; a single window would otherwise draw nothing)."""
-    return {"marker": "o", "markersize": 3} if len(x) <= 2 else {}
+    # Unclipped: a point at the axis' end (the last window) shows whole.
+    # (An empty line is left alone: unclipped, it would upset the layout's bounds.)
+    return {"marker": "o", "markersize": 3, "clip_on": False} if 1 <= len(x) <= 2 else {}
 
 
 def _legend(ax: Axes, *args, **kwargs) -> None:
@@ -226,6 +228,15 @@ def _cpu_colour(name: str, extra_index: int) -> str:
     return CPU_COLOURS.get(name) or _CPU_EXTRA_COLOURS[extra_index % len(_CPU_EXTRA_COLOURS)]
 
 
+def _stack_span(x: np.ndarray, ys: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """x and bands for a stackplot. A single window, ending at x[0] > 0, is drawn
+    over (0, x[0]], the span it measured (a run's first window starts at 0):
+    an area needs two points, and one would draw nothing."""
+    if len(x) == 1 and x[0] > 0:
+        return np.array([0.0, x[0]]), [np.repeat(y, 2) for y in ys]
+    return x, ys
+
+
 def _panel_cpu(ax: Axes, ts: pd.DataFrame, x: np.ndarray) -> None:
     ax.set_label("cpu")
     cols = _cpu_columns(ts)
@@ -237,7 +248,8 @@ def _panel_cpu(ax: Axes, ts: pd.DataFrame, x: np.ndarray) -> None:
     drawn = [c for c in cols if np.any(ys[c] != 0.0)]
     if drawn and len(x):
         colours = [_cpu_colour(c, extras.index(c) if c in extras else 0) for c in drawn]
-        ax.stackplot(x, [ys[c] for c in drawn], labels=[c.removeprefix("cpu_") for c in drawn],
+        xs, bands = _stack_span(x, [ys[c] for c in drawn])
+        ax.stackplot(xs, bands, labels=[c.removeprefix("cpu_") for c in drawn],
                      colors=colours, linewidth=0)
         handles, labels = ax.get_legend_handles_labels()
         # Top of the stack first, as the bands appear from top to bottom.
@@ -335,7 +347,8 @@ def _memory_lines(ax: Axes, ts: pd.DataFrame, x: np.ndarray, skip_s: float = 0.0
     used, limit = used_b / scale, limit_b / scale
     ax.plot(x, used, color="tab:blue", label="used_memory", linewidth=1.0, **_marker(x))
     if np.any(limit > 0):  # maxmemory 0 means no limit: no line at 0
-        ax.plot(x, np.where(limit > 0, limit, np.nan), "k--", label="maxmemory", linewidth=1.2)
+        ax.plot(x, np.where(limit > 0, limit, np.nan), "k--", label="maxmemory", linewidth=1.2,
+                **_marker(x))
     ylim = _memory_ylim(x, used, limit, skip_s)
     if ylim is not None:
         ax.set_ylim(*ylim)
@@ -412,6 +425,8 @@ def _finish(fig: Figure, axes: Sequence[Axes], x: np.ndarray, title: str,
             # run's first window) rather than an axis of zero width.
             lo = 0.0 if hi > 0 else hi - 1.0
         axes[-1].set_xlim(lo, hi)
+    else:  # no window at all: a time axis from 0, not one centred on it
+        axes[-1].set_xlim(0.0, 1.0)
     axes[-1].set_xlabel("time (s)")
     if title:
         fig.suptitle(title)
@@ -496,7 +511,8 @@ def cycles_figure(ts: pd.DataFrame, cycles: pd.DataFrame | None = None,
         eviction = share(("cpu_eviction",))
         idle = share(("cpu_idle",))
         other = np.clip(1.0 - requests - eviction - idle, 0.0, 1.0)
-        ax.stackplot(x, [requests, eviction, other, idle],
+        xs, bands = _stack_span(x, [requests, eviction, other, idle])
+        ax.stackplot(xs, bands,
                      labels=["commands + I/O", "performEvictions", "other", "idle"],
                      colors=["tab:blue", "tab:red", "0.45", CPU_COLOURS["cpu_idle"]],
                      linewidth=0)

@@ -351,4 +351,14 @@ def test_figures_of_tiny_series_draw_without_warnings(tmp_path: Path, n: int) ->
             width, height = _png_size(out)
             assert width > 500 and height > 500
     if n == 1:  # one window ending at 0.1 s: the axis shows it from 0, not a zero-width span
-        assert _panel(overview_figure(ts), "memory").get_xlim() == (0.0, 0.1)
+        fig = overview_figure(ts)
+        assert _panel(fig, "memory").get_xlim() == (0.0, 0.1)
+        # ... and its CPU shares fill the window (0, 0.1] they measured: an area
+        # drawn at a single x would have no width and show nothing.
+        bands = [c for c in _panel(fig, "cpu").collections if isinstance(c, PolyCollection)]
+        assert len(bands) == 2  # commands and idle, 0.5 each
+        for band in bands:
+            extent = band.get_paths()[0].get_extents()
+            assert (extent.x0, extent.x1) == pytest.approx((0.0, 0.1))
+    if n == 0:  # no window: a time axis from 0 (not one centred on 0)
+        assert _panel(overview_figure(ts), "memory").get_xlim() == (0.0, 1.0)
