@@ -11,9 +11,12 @@ field and what was expected, with exit status 2 and no traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 EXIT_BAD_INPUT = 2
@@ -218,6 +221,9 @@ def _sweep_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a field of every point, e.g. duration=5m")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--max-points", type=int, metavar="N",
+                   help="refuse a sweep of more than N runs (grid points x replications, "
+                        "counted before anything runs; default 10,000)")
 
 
 def _sweep_setup(args):
@@ -229,12 +235,42 @@ def _sweep_setup(args):
         raise _UsageError(f"--jobs must be >= 1, not {args.jobs}")
     if args.replications is not None and args.replications < 1:
         raise _UsageError(f"--replications must be >= 1, not {args.replications}")
+    if args.max_points is not None and args.max_points < 1:
+        raise _UsageError(f"--max-points must be >= 1, not {args.max_points}")
     spec = load_sweep(args.sweep)
+    # The name is checked to be a name (no '/', no '..'), so this stays in sweeps/.
     out = Path(args.out) if args.out else Path("sweeps") / spec.name
     opts = dict(jobs=args.jobs, executor=args.executor, scheduler=args.scheduler,
                 resume=args.resume, progress=not args.no_progress,
-                overrides=tuple(args.set or ()), replications=args.replications)
+                overrides=tuple(args.set or ()), replications=args.replications,
+                max_points=args.max_points or DEFAULT_MAX_POINTS)
     return spec, out, opts
+
+
+DEFAULT_MAX_POINTS = 10_000
+"""``--max-points`` when not given: ``redsim.sweep.grid.DEFAULT_MAX_POINTS``,
+repeated so that ``redsim --help`` imports nothing heavy (a test keeps them equal)."""
+
+
+@contextlib.contextmanager
+def _one_line_figure_warnings() -> Iterator[None]:
+    """While a sweep runs, a figure that could not be drawn is one line on stderr
+    (``redsim: warning: figure ... not written: ...``), not Python's two-line
+    warning with a source excerpt; other warnings keep their usual form."""
+    from redsim.sweep.runner import FigureWarning
+
+    saved = warnings.formatwarning
+
+    def fmt(message, category, filename, lineno, line=None) -> str:
+        if issubclass(category, FigureWarning):
+            return f"redsim: warning: {message}\n"
+        return saved(message, category, filename, lineno, line)
+
+    warnings.formatwarning = fmt
+    try:
+        yield
+    finally:
+        warnings.formatwarning = saved
 
 
 class _UsageError(Exception):
@@ -255,8 +291,9 @@ def cmd_sweep(args) -> int:
 
     spec, out, opts = _sweep_setup(args)
     if args.dry_run:
-        points = expand(spec, opts["overrides"])
         reps = opts["replications"] or spec.replications
+        points = expand(spec, opts["overrides"], max_points=opts["max_points"],
+                        replications=reps)
         print(f"{spec.name}: {len(points)} points x {reps} replications = "
               f"{len(points) * reps} runs")
         for p in points:
@@ -264,7 +301,8 @@ def cmd_sweep(args) -> int:
         return 0
     t0 = time.perf_counter()
     try:
-        res = run_sweep(spec, out, **opts)
+        with _one_line_figure_warnings():
+            res = run_sweep(spec, out, **opts)
     except KeyboardInterrupt:
         return _interrupted(out)
     wall = time.perf_counter() - t0
@@ -292,7 +330,8 @@ def cmd_frontier(args) -> int:
         out = Path("sweeps") / f"{spec.name}-frontier"
     t0 = time.perf_counter()
     try:
-        res = find_frontier(spec, out, **opts)
+        with _one_line_figure_warnings():
+            res = find_frontier(spec, out, **opts)
     except KeyboardInterrupt:
         return _interrupted(out)
     f = spec.frontier

@@ -25,12 +25,25 @@ Every mistake is one `ScenarioError` naming the sweep file, its line, the field
 (`axes[1].range.num`) and what was expected. Scenario-level mistakes an axis
 would cause (a value a field refuses) are reported when the grid is expanded
 (`redsim.sweep.grid`), naming the axis.
+
+What a file can ask for is bounded, so that no sweep file hangs or exhausts
+memory before it runs: `name` is a name (it becomes `sweeps/NAME`), a range has
+at most `MAX_RANGE_NUM` values and a step that is not 0 and points from start to
+stop, and a constraint is a small expression walked by `evaluate_constraint`
+with bounded cost (numbers of magnitude <= 1e300, no calls or sequences, at
+most 500 characters and 32 levels deep). The grid's size is checked against a
+limit when it is expanded (`redsim.sweep.grid.DEFAULT_MAX_POINTS`).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
+import math
+import operator
 import os
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -159,9 +172,12 @@ class _Reader:
                 raise self.error((*loc, str(k)), f"a key of {_where(loc)}", show(k), hint)
         return v
 
-    def integer(self, v: Any, loc: tuple, minimum: int) -> int:
-        if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-            raise self.error(loc, f"an integer >= {minimum}", show(v))
+    def integer(self, v: Any, loc: tuple, minimum: int, maximum: int | None = None) -> int:
+        if isinstance(v, bool) or not isinstance(v, int) or v < minimum or (
+                maximum is not None and v > maximum):
+            bound = f"an integer >= {minimum}" if maximum is None else \
+                f"an integer from {minimum} to {maximum:,}"
+            raise self.error(loc, bound, show(v))
         return v
 
     def number(self, v: Any, loc: tuple, lo: float, hi: float) -> float:
@@ -169,10 +185,54 @@ class _Reader:
             raise self.error(loc, f"a number in [{lo:g}, {hi:g}]", show(v))
         return float(v)
 
+    def sweep_name(self, v: Any, loc: tuple) -> str:
+        """The sweep's name: it becomes the folder ``sweeps/NAME``, so it is a
+        name, never a path (``../../etc`` would write outside ``sweeps/``)."""
+        if not isinstance(v, str) or not _SAFE_NAME.fullmatch(v) or ".." in v:
+            raise self.error(loc, "a name of at most 100 letters, digits, '.', '_' and "
+                             "'-', starting with a letter or digit, without '..' "
+                             "(it names the folder sweeps/NAME)", show(v))
+        return v
+
     def name(self, v: Any, loc: tuple) -> str:
         if not isinstance(v, str) or not v.replace("-", "_").isidentifier():
             raise self.error(loc, "a name made of letters, digits, '_' and '-'", show(v))
         return v
+
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+MAX_RANGE_NUM = 100_000
+"""Most values one ``range`` / ``log-range`` may have (``num``, or the count a
+``step`` gives). A grid is further bounded by ``max_points`` when expanded."""
+
+
+def _default_name(file: str | None) -> str:
+    """The name of a sweep without ``name:``: its file's stem, made safe."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(file).stem if file else "sweep")
+    stem = stem.replace("..", "-").lstrip(".-_")[:100]
+    return stem or "sweep"
+
+
+def _plain_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+# The number a written step starts with ("0s", "-1h", "0.5mb"): a step of zero
+# is refused whatever its unit, before the field reads it (a field that clamps,
+# like server.hz, would turn 0 into 1 and the range into something not asked for).
+_LEADING_NUMBER = re.compile(r"\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
+
+
+def step_number(v: Any) -> float | None:
+    """The number a step is written with (its unit aside), or None if unreadable."""
+    if _plain_number(v):
+        return float(v)
+    if isinstance(v, str):
+        m = _LEADING_NUMBER.match(v)
+        if m:
+            return float(m.group(1))
+    return None
 
 
 def _where(loc: tuple) -> str:
@@ -210,11 +270,12 @@ def _axis(r: _Reader, v: Any, loc: tuple, link: int) -> Axis:
                       or "none of them")
     kind = given[0]
     if kind == "values":
+        # Any value the field takes: numbers, strings, and lists or mappings for a
+        # field such as server.save; the tables show a value that is not a
+        # number, a bool or a string by how it is written (a categorical axis).
         values = m["values"]
         if not isinstance(values, list) or not values:
             raise r.error((*loc, "values"), "a non-empty list", show(values))
-        if any(isinstance(x, (dict, list)) for x in values):
-            raise r.error((*loc, "values"), "a list of scalars", show(values))
         return Axis(name, paths, tuple(values), link=link)
     spec = r.mapping(m[kind], (*loc, kind), ("start", "stop", "num", "step"))
     for key in ("start", "stop"):
@@ -223,39 +284,203 @@ def _axis(r: _Reader, v: Any, loc: tuple, link: int) -> Axis:
     if ("num" in spec) == ("step" in spec):
         raise r.error((*loc, kind), "exactly one of num, step", show(spec))
     if "num" in spec:
-        n = r.integer(spec["num"], (*loc, kind, "num"), 2)
+        n = r.integer(spec["num"], (*loc, kind, "num"), 2, MAX_RANGE_NUM)
         return Axis(name, paths, (), log=kind == "log-range", link=link,
                     range_spec=(spec["start"], spec["stop"], n, "num"))
     if kind == "log-range":
         raise r.error((*loc, kind, "step"), "num (a log-range is num values apart "
                       "by a constant factor)", show(spec["step"]))
-    return Axis(name, paths, (), link=link,
-                range_spec=(spec["start"], spec["stop"], spec["step"], "step"))
+    start, stop, step = spec["start"], spec["stop"], spec["step"]
+    number = step_number(step)
+    if number is None or number == 0 or not math.isfinite(number):
+        raise r.error((*loc, kind, "step"), "a step other than 0, like 10 or 1h (the "
+                      "distance between values, in the field's unit)", show(step))
+    if _plain_number(start) and _plain_number(stop):
+        # All three plain numbers: the sign and the count are known now. Ranges
+        # with units are checked the same way once the field has read them.
+        check_step(start, stop, number, lambda e, f: r.error((*loc, kind, "step"), e, f))
+    return Axis(name, paths, (), link=link, range_spec=(start, stop, step, "step"))
+
+
+def check_step(start: float, stop: float, step: float,
+               error: Callable[[str, str], Exception]) -> int:
+    """The number of values ``start, start + step, ...`` up to ``stop``.
+
+    Args:
+        error: ``error(expected, found)`` builds the exception to raise.
+
+    Raises:
+        what ``error`` builds: the step is 0, points away from ``stop``, or
+        gives more than ``MAX_RANGE_NUM`` values.
+    """
+    if step == 0 or not math.isfinite(step):
+        raise error("a step other than 0", show(step))
+    try:
+        span = (stop - start) / step  # a float, however large the integers written
+    except OverflowError:
+        span = math.inf
+    if span < 0:
+        raise error(f"a step from start towards stop ({'+' if stop > start else '-'})",
+                    f"{show(step)} from {show(start)} to {show(stop)}")
+    if not span + 1 <= MAX_RANGE_NUM:  # also refuses nan
+        raise error(f"a step giving at most {MAX_RANGE_NUM:,} values",
+                    f"{show(step)} from {show(start)} to {show(stop)}: "
+                    f"{span + 1:,.0f} values")
+    # The 1e-9 keeps a stop reached by float steps (0.1 * 3 = 0.30000000000000004).
+    return math.floor(span + 1e-9) + 1
+
+
+# --- constraints ----------------------------------------------------------------
+# A constraint is a small expression over the point's axis values, evaluated once
+# per grid point: its cost must not depend on what the user writes. So it is not
+# handed to Python's eval (where `9 ** 9 ** 9` runs for ever and `[0] * 10 ** 10`
+# allocates 80 GB) but walked node by node here, with every intermediate number
+# bounded, and only a fixed grammar accepted when the file is loaded.
+
+MAX_CONSTRAINT_CHARS = 500
+"""Longest constraint, in characters (a few comparisons fit in 100)."""
+MAX_CONSTRAINT_DEPTH = 32
+"""Deepest nesting of operators in a constraint (``not not ... x`` counts each)."""
+MAX_MAGNITUDE = 1e300
+"""Largest magnitude of any number in a constraint, written or computed: a float
+reaches 1.8e308, and an integer past this has over 300 digits, which no axis
+value (seconds, bytes, counts) comes near."""
+MAX_STRING_CHARS = 200
+"""Longest string constant (compared with a string axis such as ``appendfsync``)."""
+MAX_IN_ITEMS = 100
+"""Most items in the literal list of an ``in`` / ``not in`` test."""
+
+CONSTRAINT_GRAMMAR = (
+    "an expression over axis names and numbers: + - * / // % **, comparisons "
+    "(< <= > >= == !=), and/or/not, parentheses, 'string' constants compared with "
+    "== or !=, and `name in (1, 2, 'a')`")
+
+_ARITH = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
+          ast.Mod: "%", ast.Pow: "**"}
+_CMP = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">",
+        ast.GtE: ">=", ast.In: "in", ast.NotIn: "not in"}
+
+
+class ConstraintError(ValueError):
+    """A constraint that cannot be evaluated at a point (division by zero, a
+    result beyond ``MAX_MAGNITUDE``, arithmetic on a string); the message says
+    which, and the sweep reports it with the file, the constraint and the point."""
+
+
+def _is_number(v: Any) -> bool:
+    # bool counts: `aof + 1` is as harmless as in Python, and `not aof` needs no number.
+    return isinstance(v, (int, float))
+
+
+def _constant_problem(value: Any) -> str | None:
+    """Why a written constant is refused, or None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        if not abs(value) <= MAX_MAGNITUDE:  # also catches 1e999 (inf) and nan
+            return f"a number of magnitude at most {MAX_MAGNITUDE:g}"
+        return None
+    if isinstance(value, str):
+        if len(value) > MAX_STRING_CHARS:
+            return f"a string of at most {MAX_STRING_CHARS} characters"
+        return None
+    return "numbers, true/false and 'strings' only"
+
+
+def check_constraint(tree: ast.Expression, names: set[str]) -> tuple[str, str] | None:
+    """What in a parsed constraint is outside the grammar, or None when all is allowed.
+
+    Bounds the cost of evaluating it: no calls, attributes, subscripts, strings
+    in arithmetic or sequences but the written list after ``in``; constants of
+    magnitude at most ``MAX_MAGNITUDE``; at most ``MAX_CONSTRAINT_DEPTH`` levels.
+
+    Returns:
+        (what was expected, what was found: a short description of the piece,
+        or an unknown name as written) or None.
+    """
+    idents = {_ident(n) for n in names}
+
+    def walk(node: ast.AST, depth: int, in_arith: bool) -> tuple[str, str] | None:
+        if depth > MAX_CONSTRAINT_DEPTH:
+            return (f"at most {MAX_CONSTRAINT_DEPTH} nested operators",
+                    "a deeper expression")
+        if isinstance(node, ast.Expression):
+            return walk(node.body, depth, in_arith)
+        if isinstance(node, ast.Name):
+            if node.id not in idents:
+                return ("axis names only: " + ", ".join(sorted(names)), node.id)
+            return None
+        if isinstance(node, ast.Constant):
+            problem = _constant_problem(node.value)
+            if problem:
+                return (problem, show(node.value))
+            if in_arith and isinstance(node.value, str):
+                return ("strings only in == / != comparisons (no string arithmetic)",
+                        show(node.value))
+            return None
+        if isinstance(node, ast.BoolOp):
+            for v in node.values:
+                bad = walk(v, depth + 1, False)
+                if bad:
+                    return bad
+            return None
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.USub,
+                                                                   ast.UAdd)):
+            return walk(node.operand, depth + 1, not isinstance(node.op, ast.Not))
+        if isinstance(node, ast.BinOp) and type(node.op) in _ARITH:
+            return walk(node.left, depth + 1, True) or walk(node.right, depth + 1, True)
+        if isinstance(node, ast.Compare) and all(type(op) in _CMP for op in node.ops):
+            bad = walk(node.left, depth + 1, False)
+            if bad:
+                return bad
+            for op, right in zip(node.ops, node.comparators, strict=True):
+                if isinstance(op, (ast.In, ast.NotIn)):
+                    if not isinstance(right, (ast.Tuple, ast.List)) or not all(
+                            isinstance(e, ast.Constant) for e in right.elts):
+                        return ("`in` followed by a written list of constants, "
+                                "like (1, 2) or ('no', 'always')",
+                                type(right).__name__)
+                    if len(right.elts) > MAX_IN_ITEMS:
+                        return (f"at most {MAX_IN_ITEMS} items after `in`",
+                                f"{len(right.elts)} items")
+                    for e in right.elts:
+                        bad = walk(e, depth + 1, False)
+                        if bad:
+                            return bad
+                    continue
+                bad = walk(right, depth + 1, False)
+                if bad:
+                    return bad
+            return None
+        what = type(node).__name__
+        if isinstance(node, (ast.BinOp, ast.UnaryOp)):
+            what = f"the operator {type(node.op).__name__}"
+        return (CONSTRAINT_GRAMMAR, what)
+
+    return walk(tree, 0, False)
 
 
 def _constraint(r: _Reader, v: Any, loc: tuple, names: set[str]) -> str:
-    if not isinstance(v, str):
+    """A constraint checked against the grammar (not evaluated: that is per point)."""
+    if not isinstance(v, str) or not v.strip():
         raise r.error(loc, "an expression over axis names, like 'a * b <= 100'", show(v))
+    if len(v) > MAX_CONSTRAINT_CHARS:
+        raise r.error(loc, f"a constraint of at most {MAX_CONSTRAINT_CHARS} characters",
+                      f"{len(v)} characters")
     try:
-        tree = ast.parse(_pythonise(v, names), mode="eval")
-    except SyntaxError:
+        tree = ast.parse(_pythonise(v.strip(), names), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        # Python's own parser refuses > 200 nested parentheses with a SyntaxError;
+        # the other kinds are belt and braces for a parser on odd input.
         raise r.error(loc, "a Python-like comparison over axis names", show(v)) from None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id not in {_ident(n) for n in names}:
-            hint = did_you_mean(node.id, names)
-            raise r.error(loc, "axis names only: " + ", ".join(sorted(names)),
-                          show(node.id), hint)
-        if not isinstance(node, _ALLOWED_NODES):
-            raise r.error(loc, "arithmetic, comparisons, and/or/not over axis names",
-                          f"{type(node).__name__} in {show(v)}")
+    bad = check_constraint(tree, names)
+    if bad is not None:
+        expected, found = bad
+        unknown = expected.startswith("axis names")
+        hint = did_you_mean(found, names) if unknown else None
+        raise r.error(loc, expected, f"{show(found) if unknown else found} in {show(v)}",
+                      hint)
     return v
-
-
-_ALLOWED_NODES = (ast.Expression, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare,
-                  ast.Name, ast.Load, ast.Constant, ast.And, ast.Or, ast.Not, ast.Add,
-                  ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.USub,
-                  ast.UAdd, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.In,
-                  ast.NotIn, ast.Tuple, ast.List)
 
 
 def _ident(name: str) -> str:
@@ -270,12 +495,148 @@ def _pythonise(expr: str, names: set[str]) -> str:
     return expr
 
 
+def _bounded(x: Any, left: Any, right: Any, op: str) -> Any:
+    """``x``, or a ConstraintError when it is beyond ``MAX_MAGNITUDE`` (an
+    infinite operand, e.g. a value that means "never", may give an infinite
+    result: that is the value, not an overflow)."""
+    if _is_number(x) and abs(x) > MAX_MAGNITUDE and not any(
+            isinstance(v, float) and math.isinf(v) for v in (left, right)):
+        raise ConstraintError(f"{show(left)} {op} {show(right)} is beyond "
+                              f"{MAX_MAGNITUDE:g}")
+    return x
+
+
+def _power(a: float, b: float) -> float:
+    """``a ** b`` when its magnitude is at most MAX_MAGNITUDE; checked before it
+    is computed, so ``9 ** 9 ** 9`` costs a logarithm, not hours."""
+    if a == 0:
+        if b < 0:
+            raise ConstraintError(f"0 ** {show(b)} divides by zero")
+        return 0 ** b
+    if a < 0 and isinstance(b, float) and not b.is_integer():
+        raise ConstraintError(f"{show(a)} ** {show(b)} has no real value")
+    if math.isfinite(a) and math.isfinite(b) and \
+            b * math.log10(abs(a)) > math.log10(MAX_MAGNITUDE):
+        raise ConstraintError(f"{show(a)} ** {show(b)} is beyond {MAX_MAGNITUDE:g}")
+    try:
+        return a ** b
+    except (OverflowError, ZeroDivisionError) as exc:  # float pow at the edges
+        raise ConstraintError(f"{show(a)} ** {show(b)}: {exc}") from None
+
+
+def _arith(op: type, a: Any, b: Any) -> Any:
+    sym = _ARITH[op]
+    if not (_is_number(a) and _is_number(b)):
+        raise ConstraintError(f"{sym} takes numbers, found {show(a)} {sym} {show(b)}")
+    if op in (ast.Div, ast.FloorDiv, ast.Mod) and b == 0:
+        raise ConstraintError(f"{show(a)} {sym} {show(b)} divides by zero")
+    try:
+        if op is ast.Pow:
+            x = _power(a, b)
+        elif op is ast.Add:
+            x = a + b
+        elif op is ast.Sub:
+            x = a - b
+        elif op is ast.Mult:
+            x = a * b  # both at most 1e300: the product has at most ~600 digits
+        elif op is ast.Div:
+            x = a / b
+        elif op is ast.FloorDiv:
+            x = a // b
+        else:
+            x = a % b
+    except OverflowError:  # int / int past a float's range
+        raise ConstraintError(f"{show(a)} {sym} {show(b)} overflows") from None
+    return _bounded(x, a, b, sym)
+
+
+def _compare(op: type, a: Any, b: Any) -> bool:
+    if op is ast.Eq:
+        return bool(a == b)
+    if op is ast.NotEq:
+        return bool(a != b)
+    if op in (ast.In, ast.NotIn):
+        found = any(a == item for item in b)
+        return found if op is ast.In else not found
+    if not ((_is_number(a) and _is_number(b)) or (isinstance(a, str) and isinstance(b, str))):
+        raise ConstraintError(f"{_CMP[op]} compares two numbers or two strings, found "
+                              f"{show(a)} {_CMP[op]} {show(b)}")
+    return bool(_ORDER[op](a, b))
+
+
+_ORDER = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
+          ast.GtE: operator.ge}
+
+
+def _evaluate(node: ast.AST, env: dict[str, Any]) -> Any:
+    """Walk a checked constraint tree; every step costs O(1) on bounded numbers."""
+    if isinstance(node, ast.Expression):
+        return _evaluate(node.body, env)
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return env[node.id]
+    if isinstance(node, ast.BoolOp):  # short-circuits as Python does
+        if isinstance(node.op, ast.And):
+            return all(bool(_evaluate(v, env)) for v in node.values)
+        return any(bool(_evaluate(v, env)) for v in node.values)
+    if isinstance(node, ast.UnaryOp):
+        v = _evaluate(node.operand, env)
+        if isinstance(node.op, ast.Not):
+            return not v
+        if not _is_number(v):
+            raise ConstraintError(f"a sign takes a number, found {show(v)}")
+        return -v if isinstance(node.op, ast.USub) else +v
+    if isinstance(node, ast.BinOp):
+        return _arith(type(node.op), _evaluate(node.left, env), _evaluate(node.right, env))
+    if isinstance(node, ast.Compare):
+        left = _evaluate(node.left, env)
+        for op, comp in zip(node.ops, node.comparators, strict=True):
+            if isinstance(op, (ast.In, ast.NotIn)):
+                right: Any = [e.value for e in comp.elts]  # type: ignore[attr-defined]
+            else:
+                right = _evaluate(comp, env)
+            if not _compare(type(op), left, right):
+                return False
+            left = right
+        return True
+    raise ConstraintError(f"{type(node).__name__} is not allowed")  # refused at load
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(expr: str, names: frozenset[str]) -> ast.Expression:
+    """A constraint's checked tree (parsed once per sweep, not once per point)."""
+    tree = ast.parse(_pythonise(expr.strip(), set(names)), mode="eval")
+    bad = check_constraint(tree, set(names))
+    if bad is not None:
+        raise ConstraintError(f"expected {bad[0]}, found {bad[1]}")
+    return tree
+
+
 def evaluate_constraint(expr: str, values: dict[str, Any]) -> bool:
-    """Evaluate a validated constraint with the axis values of one point."""
-    names = set(values)
+    """Evaluate a constraint with the axis values of one point.
+
+    Args:
+        expr: a constraint as written (axis names may contain ``-``).
+        values: axis name -> the value the simulator used (s, bytes, 1/s, a
+            string or a list for a categorical axis).
+
+    Returns:
+        Whether the point is kept.
+
+    Raises:
+        ConstraintError: the expression is outside the grammar (a caller that
+            did not load it through ``load_sweep``), or fails at this point:
+            division by zero, a result beyond 1e300, arithmetic on a string.
+    """
+    try:
+        tree = _parsed(expr, frozenset(values))
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        if isinstance(exc, ConstraintError):
+            raise
+        raise ConstraintError(f"not an expression: {show(expr)}") from None
     env = {_ident(k): v for k, v in values.items()}
-    code = compile(ast.parse(_pythonise(expr, names), mode="eval"), "<constraint>", "eval")
-    return bool(eval(code, {"__builtins__": {}}, env))  # noqa: S307 - nodes checked above
+    return bool(_evaluate(tree, env))
 
 
 def _frontier(r: _Reader, v: Any, names: set[str]) -> FrontierSpec:
@@ -383,9 +744,8 @@ def load_sweep(source: str | os.PathLike[str] | dict, *,
     seed = data.get("seed")
     if seed is not None:
         seed = r.integer(seed, ("seed",), 0)
-    name = data.get("name") or (Path(file).stem if file else "sweep")
-    if not isinstance(name, str):
-        raise r.error(("name",), "a string", show(name))
+    name = (r.sweep_name(data["name"], ("name",)) if data.get("name") is not None
+            else _default_name(file))
     return SweepSpec(
         name=name, description=str(data.get("description") or ""), file=file,
         base=base, base_dir=base_dir_s, fixed=tuple(fixed_items),
@@ -435,6 +795,7 @@ def dump_spec(spec: SweepSpec) -> str:
     return yaml.safe_dump(out, sort_keys=False, allow_unicode=True)
 
 
-__all__ = ["Axis", "DEFAULT_METRICS", "FrontierSpec", "SweepSpec", "axis_loc", "dump_spec",
-           "evaluate_constraint", "load_sweep", "spec_error"]
+__all__ = ["Axis", "ConstraintError", "DEFAULT_METRICS", "FrontierSpec", "MAX_RANGE_NUM",
+           "SweepSpec", "axis_loc", "check_constraint", "check_step", "dump_spec",
+           "evaluate_constraint", "load_sweep", "spec_error", "step_number"]
 

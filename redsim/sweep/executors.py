@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
+import sys
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
@@ -33,15 +37,73 @@ def run_serial(fn: Callable[[Any], Any], tasks: Iterable[Any]) -> Iterator[tuple
         yield t, fn(t)
 
 
+PR_SET_PDEATHSIG = 1
+"""``prctl`` option (linux/prctl.h): the signal the kernel sends this process
+when its parent dies."""
+PARENT_POLL_S = 1.0
+"""How often a worker without ``prctl`` checks that its parent is alive."""
+
+
+def _set_pdeathsig(sig: int) -> bool:
+    """Ask Linux to send ``sig`` to this process when its parent dies; False
+    where that is not available (not Linux, no libc, a refusing kernel)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent_pid: int, interval: float) -> None:
+    """Exit this process as soon as its parent is gone (polled)."""
+    while True:
+        time.sleep(interval)
+        # Orphans are re-parented (to init or a subreaper): the parent's pid is
+        # then no longer ours, even if the number has been reused since.
+        if os.getppid() != parent_pid:
+            os._exit(1)
+
+
+def die_with_parent(parent_pid: int, use_prctl: bool = True,
+                    interval: float = PARENT_POLL_S) -> str:
+    """Make this (worker) process end when ``parent_pid``, its parent, ends.
+
+    A sweep's parent killed with SIGKILL runs no cleanup, and its workers
+    (~0.5 GB each) would run on, orphaned, until their queue breaks or for
+    ever. On Linux the kernel sends SIGKILL to the worker when the parent dies
+    (``prctl(PR_SET_PDEATHSIG)``, as ``redsim.live.server`` does for a
+    redis-server); elsewhere, or with ``use_prctl=False``, a daemon thread
+    polls the parent every ``interval`` seconds. Either way, a parent that
+    died before this ran (the death signal is only sent for a death after the
+    call) makes the process exit at once.
+
+    Returns:
+        ``"prctl"`` or ``"poll"``: how the process is tied to its parent.
+    """
+    how = "prctl" if use_prctl and _set_pdeathsig(signal.SIGKILL) else "poll"
+    if os.getppid() != parent_pid:
+        os._exit(1)
+    if how == "poll":
+        threading.Thread(target=_watch_parent, args=(parent_pid, interval),
+                         name="redsim-parent-watch", daemon=True).start()
+    return how
+
+
 def run_local(fn: Callable[[Any], Any], tasks: list[Any], jobs: int) -> Iterator[tuple[Any, Any]]:
     """A pool of ``jobs`` worker processes, started with ``spawn`` (a clean
     interpreter: no state inherited from a notebook or a progress-bar thread).
 
     At most ``2 * jobs`` tasks are queued at once, so a killed sweep has few
-    runs in flight and memory holds few scenarios.
+    runs in flight and memory holds few scenarios. Each worker dies with this
+    process (``die_with_parent``), also when it is killed with SIGKILL.
     """
     ctx = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
+                               initializer=die_with_parent, initargs=(os.getpid(),))
     pending: dict[Future, Any] = {}
     it = iter(tasks)
     try:

@@ -34,10 +34,18 @@ import pandas as pd
 
 from redsim.config.loader import scenario_hash
 from redsim.config.sweep import FrontierSpec, SweepSpec, spec_error
-from redsim.sweep.grid import Point, axis_values, point_scenario, root_seed
-from redsim.sweep.runner import RunTask, SweepError, run_batch
+from redsim.sweep.grid import (
+    DEFAULT_MAX_POINTS,
+    Point,
+    axis_values,
+    check_size,
+    point_scenario,
+    root_seed,
+)
+from redsim.sweep.runner import RunTask, SweepError, draw_figure, run_batch
 from redsim.sweep.stats import wilson
 from redsim.sweep.store import RunStore, atomic_write_bytes, write_table
+from redsim.sweep.tables import table_value
 
 _OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le,
         "==": operator.eq, "!=": operator.ne}
@@ -155,21 +163,29 @@ def _x_groups(spec: SweepSpec, f: FrontierSpec, extra: tuple[str, ...]):
     for i in range(len(values[x_axis.name])):
         sets = [(p, values[a.name][i], f"sweep axis {a.name}")
                 for a in x_group for p in a.paths]
-        groups.append(({a.name: values[a.name][i] for a in x_group}, fixed + sets))
+        # The tables show each x as table_value does (a list as its JSON); the
+        # assignments keep the value itself.
+        groups.append(({a.name: table_value(values[a.name][i]) for a in x_group},
+                       fixed + sets))
     return groups
 
 
 def find_frontier(spec: SweepSpec, out: str | Path, *, jobs: int | None = None,
                   executor: str = "local", scheduler: Any = None, resume: bool = False,
                   progress: bool = True, overrides: tuple[str, ...] = (),
-                  replications: int | None = None) -> FrontierResult:
+                  replications: int | None = None,
+                  max_points: int = DEFAULT_MAX_POINTS) -> FrontierResult:
     """Find the burst frontier of a sweep with a ``frontier:`` section.
 
     Writes ``frontier.csv/.parquet`` (one row per x: ``y_ok``, the y on the
     side at or below the threshold, ``y_over`` beyond it, ``y_frontier`` their
     midpoint, their probabilities, and ``note``), ``frontier_evaluations.csv``
     (every (x, y) run with its probability and Wilson interval) and
-    ``frontier.png`` into ``out``.
+    ``frontier.png`` into ``out``. The tables are written first; a figure that
+    fails is a ``FigureWarning``.
+
+    ``max_points`` bounds the runs the bisection may need, x values x (2 +
+    iterations) x replications, checked before anything runs.
     """
     f = spec.frontier
     if f is None:
@@ -188,12 +204,14 @@ def find_frontier(spec: SweepSpec, out: str | Path, *, jobs: int | None = None,
     ya, yb = yvals[0], yvals[-1]
     integer = all(isinstance(v, int) for v in yvals)
     groups = _x_groups(spec, f, overrides)
+    reps = replications or f.replications or spec.replications
+    # Both ends, then one midpoint per round, for every x value.
+    check_size(spec, [len(groups), 2 + f.iterations], reps, max_points)
     store = RunStore(out)
     if not resume and store.count():
         raise SweepError(f"{out} already holds {store.count()} runs; pass --resume to "
                          "keep them, or choose another --out")
     store.out.mkdir(parents=True, exist_ok=True)
-    reps = replications or f.replications or spec.replications
     seeds: list[int] = []
     evaluations: list[dict[str, Any]] = []
     cache: dict[tuple[int, float], float] = {}
@@ -260,9 +278,11 @@ def find_frontier(spec: SweepSpec, out: str | Path, *, jobs: int | None = None,
                        evals.to_csv(index=False).encode())
     from redsim.sweep.plots import plot_frontier
 
-    plot_frontier(table, evals, f.x, f.y, f.threshold, store.out / "frontier.png",
-                  log_y=y_axis.log, title=f"{spec.name}: where P({f.criterion}) crosses "
-                  f"{f.threshold:g}", what=f"P({f.criterion})")
+    path = store.out / "frontier.png"
+    draw_figure(path, lambda: plot_frontier(
+        table, evals, f.x, f.y, f.threshold, path, log_y=y_axis.log,
+        title=f"{spec.name}: where P({f.criterion}) crosses {f.threshold:g}",
+        what=f"P({f.criterion})"), [])
     return FrontierResult(table, evals, store.out)
 
 

@@ -30,7 +30,16 @@ from redsim.config.loader import (
     scenario_hash,
 )
 from redsim.config.schema import Scenario
-from redsim.config.sweep import Axis, SweepSpec, axis_loc, evaluate_constraint, spec_error
+from redsim.config.sweep import (
+    Axis,
+    ConstraintError,
+    SweepSpec,
+    axis_loc,
+    check_step,
+    evaluate_constraint,
+    spec_error,
+    step_number,
+)
 
 
 @dataclass(frozen=True)
@@ -113,11 +122,19 @@ def axis_values(spec: SweepSpec, axis: Axis, extra: tuple[str, ...] = ()) -> tup
         else:
             vals = np.linspace(lo, hi, n)
     else:
-        step = _resolved_number(spec, axis, n, extra)
-        if step == 0 or (hi - lo) / step < 0:
-            raise spec_error(spec, (*loc, "range", "step"),
-                             "a step from start towards stop", show(n))
-        count = int(math.floor((hi - lo) / step + 1e-9)) + 1
+        # A step is a distance in the field's unit: read its magnitude through the
+        # field (which may refuse a negative "-1h"), then give it back its sign.
+        negative = step_number(n) is not None and step_number(n) < 0
+        magnitude = n.strip()[1:] if negative and isinstance(n, str) else \
+            (abs(n) if negative else n)
+        step = _resolved_number(spec, axis, magnitude, extra)
+        step = -step if negative else step
+
+        def error(expected: str, found: str) -> ScenarioError:
+            return spec_error(spec, (*loc, "range", "step"), expected,
+                              f"{show(n)}: {found}")
+
+        count = check_step(lo, hi, step, error)
         vals = lo + step * np.arange(count)
     if integer:
         out = list(dict.fromkeys(int(round(v)) for v in vals))
@@ -126,20 +143,57 @@ def axis_values(spec: SweepSpec, axis: Axis, extra: tuple[str, ...] = ()) -> tup
     return tuple(out)
 
 
-def expand(spec: SweepSpec, extra: tuple[str, ...] = ()) -> list[Point]:
+DEFAULT_MAX_POINTS = 10_000
+"""Most runs (grid points x replications, counted before constraints) a sweep
+may have unless the caller raises the limit (``--max-points``, ``max_points=``):
+a few days of runs on a laptop, and a grid written by mistake (three axes of
+1,000 values: 10^9 points) is refused in a second instead of expanding for ever."""
+
+
+def check_size(spec: SweepSpec, lengths: list[int], replications: int,
+               max_points: int) -> int:
+    """The number of runs a grid of link groups with ``lengths`` values has,
+    refused past ``max_points``.
+
+    Raises:
+        ScenarioError: naming the sweep file and ``axes``, the count and how to
+            raise the limit.
+    """
+    points = math.prod(lengths)  # Python integers: exact, however large
+    runs = points * replications
+    if runs > max_points:
+        shape = " x ".join(f"{n:,}" for n in lengths)
+        raise spec_error(spec, ("axes",),
+                         f"a sweep of at most {max_points:,} runs (grid points x "
+                         "replications, before constraints; raise the limit with "
+                         "--max-points N, or max_points= in Python)",
+                         f"{points:,} points ({shape}) x {replications} replications "
+                         f"= {runs:,} runs")
+    return runs
+
+
+def expand(spec: SweepSpec, extra: tuple[str, ...] = (), *,
+           max_points: int = DEFAULT_MAX_POINTS,
+           replications: int | None = None) -> list[Point]:
     """Every point of the sweep that passes its constraints, validated.
 
     Args:
         spec: the sweep.
         extra: ``--set`` overrides from the command line, applied to every point.
+        max_points: the most runs (points x replications, counted before the
+            constraints drop any) the grid may have; checked before any point
+            is built.
+        replications: what the count multiplies by (default: the sweep's).
 
     Raises:
         ScenarioError: a point's scenario is invalid (naming the point), linked
-            axes differ in length, or every point is excluded by the constraints.
+            axes differ in length, the grid is past ``max_points``, a constraint
+            fails at a point (division by zero, overflow; naming the constraint
+            and the point), or every point is excluded by the constraints.
     """
-    # Per link group, its rows: each row the (axis, value) of every member. A
-    # value is as written (`8h`), or computed for a range.
-    group_rows: list[list[list[tuple[Axis, Any]]]] = []
+    # Per link group, its columns: each axis with its values, as written (`8h`)
+    # or computed for a range (at most MAX_RANGE_NUM each, so this is cheap).
+    group_cols: list[list[tuple[Axis, tuple[Any, ...]]]] = []
     for members in spec.groups():
         cols = [(a, axis_values(spec, a, extra)) for a in members]
         lengths = {len(v) for _, v in cols}
@@ -147,7 +201,13 @@ def expand(spec: SweepSpec, extra: tuple[str, ...] = ()) -> list[Point]:
             raise spec_error(spec, ("axes", members[0].link, "link"),
                              "linked axes with the same number of values",
                              ", ".join(f"{a.name}: {len(v)}" for a, v in cols))
-        group_rows.append([[(a, v[i]) for a, v in cols] for i in range(len(cols[0][1]))])
+        group_cols.append(cols)
+    # Counted before a single combination is built: the product is what hangs.
+    check_size(spec, [len(cols[0][1]) for cols in group_cols],
+               replications or spec.replications, max_points)
+    group_rows: list[list[list[tuple[Axis, Any]]]] = [
+        [[(a, v[i]) for a, v in cols] for i in range(len(cols[0][1]))]
+        for cols in group_cols]
     points: list[Point] = []
     for combo in itertools.product(*group_rows):
         assigned = [cell for row in combo for cell in row]
@@ -161,14 +221,28 @@ def expand(spec: SweepSpec, extra: tuple[str, ...] = ()) -> list[Point]:
                                 found=f"{exc.found} at {exc.location}") from None
         resolved = resolved_dict(sc)
         values = {a.name: read_path(resolved, a.paths[0]) for a, _ in assigned}
-        if spec.constraints and not all(evaluate_constraint(c, values)
-                                        for c in spec.constraints):
+        if spec.constraints and not _passes(spec, values):
             continue
         points.append(Point(len(points), labels, values, sc, scenario_hash(sc)))
     if not points:
         raise spec_error(spec, ("constraints",), "at least one point that passes",
                          "every point excluded")
     return points
+
+
+def _passes(spec: SweepSpec, values: dict[str, Any]) -> bool:
+    """Whether a point passes every constraint; a constraint that cannot be
+    evaluated there is an error naming the file, the constraint and the point."""
+    for i, expr in enumerate(spec.constraints):
+        try:
+            if not evaluate_constraint(expr, values):
+                return False
+        except ConstraintError as exc:
+            point = ", ".join(f"{k}={show(v)}" for k, v in values.items())
+            raise spec_error(spec, ("constraints", i),
+                             "a constraint that can be evaluated at every point",
+                             f"{show(expr)}: {exc} at the point {point}") from None
+    return True
 
 
 def replication_seed(root: int, replication: int) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 import traceback
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ import pandas as pd
 from redsim.config.schema import Scenario
 from redsim.config.sweep import SweepSpec, dump_spec
 from redsim.sweep.executors import run_tasks
-from redsim.sweep.grid import Point, expand, replication_seed, root_seed
+from redsim.sweep.grid import DEFAULT_MAX_POINTS, Point, expand, replication_seed, root_seed
 from redsim.sweep.store import RunStore, atomic_write_bytes, model_version, write_table
 from redsim.sweep.tables import aggregate_table, tidy_table
 
@@ -173,14 +174,43 @@ def write_tables(spec: SweepSpec, points: list[Point], seeds: list[int],
     return runs, agg
 
 
+class FigureWarning(UserWarning):
+    """A sweep figure that could not be drawn; the tables are written regardless."""
+
+
+def draw_figure(path: Path, draw: Callable[[], None], written: list[Path]) -> None:
+    """Draw one figure; a failure costs that figure only: a one-line warning
+    naming it and the error, and the sweep goes on (its tables are on disk)."""
+    try:
+        draw()
+    except Exception as exc:  # noqa: BLE001 - a figure is never worth the results
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        warnings.warn(f"figure {path.name} not written: {type(exc).__name__}"
+                      + (f": {first}" if first else ""), FigureWarning, stacklevel=3)
+        return
+    written.append(path)
+
+
 def write_figures(spec: SweepSpec, agg: pd.DataFrame, out: Path) -> list[Path]:
     """The sweep's standard figures: with one varying axis, burst probability and
     p99 latency against it; with two, the burst-probability heatmap and p99 per
-    second-axis value; more axes get no automatic figure (use redsim.sweep.plots)."""
+    second-axis value; more axes get no automatic figure (use redsim.sweep.plots).
+
+    A figure that fails is skipped with a ``FigureWarning`` (one line naming it
+    and the error); the others are still drawn.
+
+    Returns:
+        The figures written.
+    """
     from redsim.sweep.plots import plot_burst_heatmap, plot_metric
 
-    varying = [a for a in spec.axes if agg[a.name].nunique() > 1] if len(agg) else []
     written: list[Path] = []
+    try:
+        varying = [a for a in spec.axes if agg[a.name].nunique() > 1] if len(agg) else []
+    except Exception as exc:  # noqa: BLE001 - e.g. a column of unhashable values
+        warnings.warn(f"no figures written: {type(exc).__name__}: {exc}", FigureWarning,
+                      stacklevel=2)
+        return written
     if not varying or "burst_probability" not in agg.columns:
         return written
     first = varying[0]
@@ -194,18 +224,17 @@ def write_figures(spec: SweepSpec, agg: pd.DataFrame, out: Path) -> list[Path]:
         for metric in ("burst_probability", "latency_p99_s"):
             if metric == "burst_probability" or f"{metric}_mean" in agg.columns:
                 path = out / f"{metric}.png"
-                plot_metric(data, axis, metric, path, log_x=first.log)
-                written.append(path)
+                draw_figure(path, lambda m=metric, p=path: plot_metric(
+                    data, axis, m, p, log_x=first.log), written)
     elif len({a.link for a in varying}) == 2:
         second = next(a for a in varying if a.link != first.link)
         path = out / "burst_heatmap.png"
-        plot_burst_heatmap(agg, second.name, first.name, path)
-        written.append(path)
+        draw_figure(path, lambda: plot_burst_heatmap(agg, second.name, first.name, path),
+                written)
         if "latency_p99_s_mean" in agg.columns:
-            path = out / "latency_p99_s.png"
-            plot_metric(agg, second.name, "latency_p99_s", path, hue=first.name,
-                        log_x=second.log)
-            written.append(path)
+            p99 = out / "latency_p99_s.png"
+            draw_figure(p99, lambda: plot_metric(agg, second.name, "latency_p99_s", p99,
+                                             hue=first.name, log_x=second.log), written)
     return written
 
 
@@ -213,7 +242,8 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int | None = None,
               executor: str = "local", scheduler: Any = None, resume: bool = False,
               progress: bool = True, overrides: tuple[str, ...] = (),
               replications: int | None = None,
-              on_stored: Callable[[dict], None] | None = None) -> SweepResult:
+              on_stored: Callable[[dict], None] | None = None,
+              max_points: int = DEFAULT_MAX_POINTS) -> SweepResult:
     """Run every point x replication of a sweep into the folder ``out``.
 
     Args:
@@ -226,14 +256,21 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int | None = None,
         overrides: ``--set key=value`` applied to every point.
         replications: overrides the sweep's ``replications``.
         on_stored: called with each run's record once it is on disk.
+        max_points: the most runs (points x replications) the sweep may have;
+            past it nothing runs and the error says how many it would have.
+
+    The tables are written before the figures, also when runs fail or the sweep
+    is interrupted; a figure that fails is a ``FigureWarning``, not an error.
 
     Raises:
         SweepError: ``out`` holds runs and ``resume`` is False.
-        ScenarioError: the sweep or one of its points is invalid.
+        ScenarioError: the sweep or one of its points is invalid, or it has more
+            than ``max_points`` runs.
     """
-    points = expand(spec, overrides)
+    reps = replications or spec.replications
+    points = expand(spec, overrides, max_points=max_points, replications=reps)
     root = root_seed(spec, points)
-    seeds = [replication_seed(root, r) for r in range(replications or spec.replications)]
+    seeds = [replication_seed(root, r) for r in range(reps)]
     store = RunStore(out)
     if not resume and store.count():
         raise SweepError(f"{out} already holds {store.count()} runs; pass --resume to "

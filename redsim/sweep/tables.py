@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -14,14 +15,56 @@ from redsim.sweep.stats import mean_ci, wilson
 _NOT_METRICS = {"scenario", "scenario_hash", "seed", "redis_version"}
 
 
+def _kind(v: Any) -> str:
+    if isinstance(v, (bool, np.bool_)):
+        return "bool"
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        return "number"
+    return "str" if isinstance(v, str) else "other"
+
+
+def written(v: Any) -> str:
+    """A value as a table cell shows it when it is not a plain scalar: strings as
+    they are (the empty string as ``""``), lists and mappings (``server.save``)
+    as compact JSON, ``None`` as ``null``."""
+    if isinstance(v, str):
+        return v or '""'  # an empty string (`save ""`) still needs a visible label
+    if isinstance(v, (list, tuple, dict)) or v is None:
+        return json.dumps(v, separators=(", ", ": "), default=str)
+    return str(v)
+
+
+def table_value(v: Any) -> Any:
+    """What a table holds for an axis value: a number, bool or string as is;
+    anything else (a list, a mapping, ``None``) as ``written(v)``, so every column
+    is hashable, groups, sorts and writes to Parquet."""
+    return v if _kind(v) != "other" else written(v)
+
+
+def categorical_axes(points: list[Point]) -> set[str]:
+    """Axes tabled by their written values: those whose used values are not all
+    numbers, all bools or all strings (``server.save`` becomes a list of pairs;
+    ``ttl: [null, 1h]`` mixes None and numbers)."""
+    names = points[0].values if points else {}
+    out = set()
+    for name in names:
+        kinds = {_kind(p.values[name]) for p in points}
+        if len(kinds) != 1 or kinds == {"other"}:
+            out.add(name)
+    return out
+
+
 def _axis_columns(points: list[Point]) -> dict[int, dict[str, Any]]:
     """Per point: the axis values the simulator used, and the written label where
-    it differs (``ttl_label: 8h`` beside ``ttl: 28800.0``)."""
+    it differs (``ttl_label: 8h`` beside ``ttl: 28800.0``). A categorical axis
+    (``categorical_axes``) has one column, its values as written."""
+    categorical = categorical_axes(points)
     differs = {name for p in points for name in p.values
-               if not _same(p.labels[name], p.values[name])}
+               if name not in categorical and not _same(p.labels[name], p.values[name])}
     out = {}
     for p in points:
-        row: dict[str, Any] = dict(p.values)
+        row: dict[str, Any] = {name: (written(p.labels[name]) if name in categorical
+                                      else v) for name, v in p.values.items()}
         for name in sorted(differs):
             row[f"{name}_label"] = str(p.labels[name])
         out[p.index] = row
