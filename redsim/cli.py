@@ -205,7 +205,24 @@ def cmd_validate(args) -> int:
     groups = ", ".join(f"{g.name} ({g.kind})" for g in scenario.clients)
     print(f"{args.scenario}: OK — {scenario.name}: {scenario.duration:g} s, "
           f"redis {scenario.redis_version}, client groups: {groups}")
+    if args.verbose and scenario.server.unmodelled:
+        print(_unmodelled_listing(scenario.server.unmodelled))
     return 0
+
+
+def _unmodelled_listing(unmodelled: dict[str, str]) -> str:
+    """Every unmodelled directive with its value, marking those that could change
+    the answer (!) and those not at Redis 7.2's default (*): `validate --verbose`."""
+    from redsim.config.loader import unmodelled_report
+
+    changing, differing = unmodelled_report(unmodelled)
+    lines = [f"  {len(unmodelled)} Redis directives redsim does not model (kept in "
+             "server.unmodelled; ! could change the answer, * not at Redis's default):"]
+    width = max(len(name) for name in unmodelled)
+    for name in sorted(unmodelled):
+        mark = "!" if name in changing else "*" if name in differing else " "
+        lines.append(f"  {mark} {name:<{width}}  {unmodelled[name]}")
+    return "\n".join(lines)
 
 
 def _sweep_common(p: argparse.ArgumentParser) -> None:
@@ -363,6 +380,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("scenario")
     v.add_argument("--set", action="append", metavar="KEY=VALUE")
     v.add_argument("--calibration", metavar="FILE", help="as for run")
+    v.add_argument("--verbose", "-v", action="store_true",
+                   help="list every Redis directive redsim keeps without modelling it")
     v.set_defaults(func=cmd_validate)
     c = sub.add_parser("calibrate", help="measure a live Redis and write a calibration file "
                        "(a scenario fragment)")

@@ -26,15 +26,16 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from redsim.config.directives import MODELLED_DIRECTIVES
+from redsim.config.directives import ANSWER_CHANGING, MODELLED_DIRECTIVES
 from redsim.config.errors import (
     BadValue,
     ScenarioError,
     UnmodelledDirectiveWarning,
     did_you_mean,
+    read_regular_file,
     show,
 )
-from redsim.config.redis_conf import quote_arg, read_redis_conf
+from redsim.config.redis_conf import is_default, quote_arg, read_redis_conf
 from redsim.config.schema import Scenario
 
 # Most YAML nodes a scenario may expand to (aliases counted each time they are
@@ -143,13 +144,32 @@ def _yaml_error(exc: yaml.YAMLError, text: str, file: str | None) -> ScenarioErr
     return ScenarioError(file=file, line=line, expected="valid YAML", found=found)
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _duplicate_key(first: yaml.Node, again: yaml.Node, path: tuple[str | int, ...],
+                   file: str | None) -> ScenarioError:
+    """The error for a key written twice in one mapping. PyYAML keeps the last one
+    silently; a user who wrote both meant one of them. Keys are compared as the
+    loader reads them (case-insensitive, `_` = `-`), so `max_size` after `max-size`
+    is the same key."""
+    key = _dotted([*path, str(again.value)])
+    same = "" if first.value == again.value else f" (the same key as {first.value!r})"
+    return ScenarioError(
+        file=file, line=again.start_mark.line + 1, location=key,
+        expected="each key once in a mapping",
+        found=f"{again.value!r} again{same}, first on line {first.start_mark.line + 1}",
+    )
+
+
 def _line_map(root: yaml.Node, file: str | None) -> dict[Path_, int]:
     """{normalised path: 1-based line} for every mapping key and sequence item."""
     lines: dict[Path_, int] = {}
     budget = MAX_NODES
-    stack: list[tuple[yaml.Node, Path_]] = [(root, ())]
+    # Each entry: a node, its normalised path, and the path as written (for errors).
+    stack: list[tuple[yaml.Node, Path_, tuple[str | int, ...]]] = [(root, (), ())]
     while stack:
-        node, path = stack.pop()
+        node, path, written = stack.pop()
         budget -= 1
         if budget < 0:
             raise ScenarioError(
@@ -165,18 +185,23 @@ def _line_map(root: yaml.Node, file: str | None) -> dict[Path_, int]:
                 found="deeper nesting (a recursive alias?)",
             )
         if isinstance(node, yaml.MappingNode):
+            seen: dict[str, yaml.Node] = {}
             for key_node, value_node in node.value:
                 budget -= 1
-                if not isinstance(key_node, yaml.ScalarNode):
-                    continue
-                child = (*path, _norm_key(key_node.value))
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
+                    continue  # `<<: *base`: keys written after it override it, on purpose
+                norm = _norm_key(key_node.value)
+                if norm in seen:
+                    raise _duplicate_key(seen[norm], key_node, written, file)
+                seen[norm] = key_node
+                child = (*path, norm)
                 lines.setdefault(child, key_node.start_mark.line + 1)
-                stack.append((value_node, child))
+                stack.append((value_node, child, (*written, str(key_node.value))))
         elif isinstance(node, yaml.SequenceNode):
             for index, item in enumerate(node.value):
                 child = (*path, index)
                 lines.setdefault(child, item.start_mark.line + 1)
-                stack.append((item, child))
+                stack.append((item, child, (*written, index)))
     return lines
 
 
@@ -505,7 +530,7 @@ def read_calibration(path: Path) -> tuple[dict[str, Any], dict[Path_, int]]:
     """A calibration file's ``values`` (validated, sample paths absolute) and their
     line numbers. Raises ScenarioError naming the calibration file and field."""
     file = str(path)
-    data, lines = _read_yaml(_read_text(path), file)
+    data, lines = _read_yaml(_read_text(path, "calibration file"), file)
     if not isinstance(data, dict) or "redsim-calibration" not in data:
         raise ScenarioError(file=file, expected="a calibration file written by "
                             "`redsim calibrate` (a mapping with redsim-calibration: 1)",
@@ -570,17 +595,24 @@ def _resolve_traces(data: dict[Any, Any], base: Path) -> dict[int, str]:
 
 
 def _check_traces(scenario: Scenario, written: dict[int, str], ctx: _Context) -> None:
+    """Parse every trace group's file now, so a file the run could not replay (missing,
+    not a regular file, too large, empty, an unknown command) is a ScenarioError at
+    validation, naming the scenario's field and the trace file's own line. The run
+    reuses the parse (``parse_trace`` keeps the last ones)."""
+    # Imported here: the trace reader lives with the model it feeds.
+    from redsim.model.trace import TraceError, parse_trace
+
     for i, group in enumerate(scenario.clients):
         if group.kind != "trace" or group.trace is None:
             continue
         try:
-            with open(group.trace, "rb") as f:
-                f.read(1)
-        except OSError as exc:
+            parse_trace(group.trace)
+        except TraceError as exc:
+            where = f" line {exc.line}" if exc.line is not None else ""
             raise ctx.error(
                 ("clients", i, "trace"),
-                "a readable trace file",
-                f"{show(written.get(i, group.trace))} ({exc.strerror or type(exc).__name__})",
+                exc.expected,
+                f"{exc.found} (in {show(written.get(i, group.trace))}{where})",
             ) from None
 
 
@@ -656,24 +688,61 @@ def load_scenario(
         raise _from_validation_error(exc, ctx) from None
     _check_traces(scenario, written, ctx)
     if scenario.server.unmodelled:
-        warnings.warn(
-            "redsim does not model these Redis directives (kept in server.unmodelled): "
-            + ", ".join(sorted(scenario.server.unmodelled)),
-            UnmodelledDirectiveWarning,
-            stacklevel=2,
-        )
+        _warn_unmodelled(scenario, file)
     return scenario
 
 
-def _read_text(path: Path) -> str:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ScenarioError(
-            file=str(path),
-            expected="a readable scenario file",
-            found=exc.strerror or type(exc).__name__,
-        ) from None
+# Files whose unmodelled directives were already warned about in this process: a
+# sweep or a test suite loads the same scenario and redis.conf many times.
+_WARNED: set[tuple[str | None, str | None, tuple[tuple[str, str], ...]]] = set()
+
+
+def unmodelled_report(unmodelled: Mapping[str, str]) -> tuple[list[str], list[str]]:
+    """Of a scenario's unmodelled directives: those that could change the answer
+    whatever their value (``ANSWER_CHANGING``), and the others whose value is not
+    Redis 7.2's default. Both sorted; the remaining ones are at their defaults and
+    change nothing redsim reports."""
+    changing = sorted(n for n in unmodelled if n in ANSWER_CHANGING)
+    differing = sorted(n for n, text in unmodelled.items()
+                       if n not in ANSWER_CHANGING and not is_default(n, text))
+    return changing, differing
+
+
+def _warn_unmodelled(scenario: Scenario, file: str | None) -> None:
+    """One UnmodelledDirectiveWarning line per redis.conf (or scenario file) per
+    process: how many directives redsim keeps without modelling them, naming only
+    those that could change the answer or differ from Redis's defaults."""
+    unmodelled = scenario.server.unmodelled
+    source = scenario.redis_conf or file
+    # Keyed by file; a mapping without one is keyed by its directives.
+    key = (scenario.redis_conf, file,
+           () if source is not None else tuple(sorted(unmodelled.items())))
+    if key in _WARNED:
+        return
+    _WARNED.add(key)
+    changing, differing = unmodelled_report(unmodelled)
+    n = len(unmodelled)
+    text = (f"{source or 'scenario'}: {n} Redis directive{'s' if n != 1 else ''} redsim "
+            "does not model (kept in server.unmodelled)")
+    if changing:
+        text += "; could change the answer: " + ", ".join(changing)
+    if differing:
+        text += "; not at Redis's default: " + ", ".join(differing)
+    if not changing and not differing:
+        text += ", all at Redis's defaults"
+    text += " (`redsim validate --verbose` lists them)"
+    warnings.warn(text, UnmodelledDirectiveWarning, stacklevel=3)
+
+
+def forget_warnings() -> None:
+    """Warn again about files already warned about (for tests)."""
+    _WARNED.clear()
+
+
+def _read_text(path: Path, what: str = "scenario file") -> str:
+    """A YAML file's text (scenario, sweep, calibration): a regular file of at most
+    MAX_CONFIG_BYTES, UTF-8 (a BOM is dropped). `what` names it in errors."""
+    raw = read_regular_file(path, what=what)
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -699,7 +768,8 @@ def resolved_dict(scenario: Scenario) -> dict[str, Any]:
 
 def scenario_hash(scenario: Scenario) -> str:
     """sha256 hex digest of the canonical JSON of `resolved_dict(scenario)`, with
-    each trace path (and a calibration file's) replaced by the sha256 of the file's bytes.
+    each trace path (and a calibration file's, and the redis_conf's) replaced by the
+    sha256 of the file's bytes.
 
     The resolved trace path is absolute, so hashing it would give the same
     scenario a different hash in every checkout (and make committed results look
@@ -709,8 +779,11 @@ def scenario_hash(scenario: Scenario) -> str:
     for group in data["clients"]:
         if group.get("trace") is not None:
             group["trace"] = "sha256:" + _file_sha256(group["trace"])
-    if data.get("calibration") is not None:  # its values are in the data already
-        data["calibration"] = "sha256:" + _file_sha256(data["calibration"])
+    # A calibration's or a redis.conf's values are in the data already; their
+    # content stands for the file so that moving it leaves the hash alone.
+    for key in ("calibration", "redis_conf"):
+        if data.get(key) is not None:
+            data[key] = "sha256:" + _file_sha256(data[key])
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 

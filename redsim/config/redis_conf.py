@@ -29,8 +29,17 @@ from redsim.config.directives import (
     DIRECTIVE_ARG_COUNTS,
     KNOWN_REDIS_DIRECTIVES,
     MULTI_ARG_DIRECTIVES,
+    REDIS_DEFAULTS,
 )
-from redsim.config.errors import ScenarioError, did_you_mean, show
+from redsim.config.errors import (
+    MAX_CONFIG_BYTES,
+    BadValue,
+    ScenarioError,
+    did_you_mean,
+    read_regular_file,
+    show,
+)
+from redsim.config.units import parse_size
 
 # The bytes C's isspace() accepts in the "C" locale; str.isspace() would also take
 # Unicode spaces, which Redis treats as ordinary characters.
@@ -160,6 +169,7 @@ class _ConfState:
         self.plain: dict[str, ConfDirective] = {}
         self.obuf: dict[str, list[str]] = {}  # client class -> [hard, soft, seconds]
         self.obuf_where: tuple[int, str] | None = None
+        self.total = 0  # bytes read so far, includes counted each time
 
     def result(self) -> dict[str, ConfDirective]:
         out = dict(self.plain)
@@ -176,14 +186,19 @@ class _ConfState:
                 expected="a redis.conf without include cycles",
                 found=f"{path} includes itself (through {' → '.join(stack)})",
             )
-        try:
-            raw = path.read_bytes()
-        except OSError as exc:
+        # A regular file of at most MAX_CONFIG_BYTES: `include /dev/zero` or a
+        # FIFO would otherwise fill memory or block forever.
+        raw = read_regular_file(path, what="redis.conf")
+        # ... and all of them together too: a file including another many times
+        # (no cycle, just repetition) would multiply the bound.
+        self.total += len(raw)
+        if self.total > MAX_CONFIG_BYTES:
             raise ScenarioError(
                 file=str(path),
-                expected="a readable redis.conf",
-                found=exc.strerror or type(exc).__name__,
-            ) from None
+                expected=f"a redis.conf and its includes of at most {MAX_CONFIG_BYTES >> 20} MB"
+                " in all",
+                found=f"more ({self.total:,} bytes by this include)",
+            )
         # Redis reads bytes; an odd byte in a comment must not stop us.
         text = raw.decode("utf-8", errors="replace")
         for index, raw_line in enumerate(text.split("\n")):
@@ -292,3 +307,51 @@ def _found_args(args: list[str]) -> str:
         return "none"
     shown = " ".join(quote_arg(a) for a in args)
     return f"{len(args)}: {show(shown)}"
+
+
+def _same_arg(a: str, b: str) -> bool:
+    # Case-insensitive words (yes/YES, everysec), sizes compared in bytes (64mb
+    # is 67108864), and "." for the working directory as "./".
+    a, b = a.lower(), b.lower()
+    if a == b or {a, b} <= {".", "./"}:
+        return True
+    try:
+        return parse_size(a) == parse_size(b)
+    except BadValue:
+        return False
+
+
+def _obuf_limits(args: list[str]) -> dict[str, list[str]] | None:
+    """client-output-buffer-limit's arguments by client class (only the classes
+    given); None if they do not parse."""
+    if len(args) % 4:
+        return None
+    out: dict[str, list[str]] = {}
+    for j in range(0, len(args), 4):
+        cls = _OBUF_CLASSES.get(args[j].lower())
+        if cls is None:
+            return None
+        out[cls] = args[j + 1 : j + 4]
+    return out
+
+
+def is_default(name: str, text: str) -> bool:
+    """Whether a directive's value (redis.conf text, as `server.unmodelled` keeps it)
+    is Redis 7.2's default (`REDIS_DEFAULTS`). A directive without a default
+    (include, user, rename-command, …) or a value that does not parse is not."""
+    default = REDIS_DEFAULTS.get(name.lower())
+    got = split_args(text)
+    if default is None or got is None:
+        return False
+    want = split_args(default) or []
+    if got == [""]:  # `notify-keyspace-events ""`: one empty argument, the empty value
+        got = []
+    if name.lower() == "client-output-buffer-limit":
+        # Classes not written keep Redis's limits, as in Redis.
+        given, base = _obuf_limits(got), _obuf_limits(want) or {}
+        if given is None:
+            return False
+        mine = {**base, **given}
+        return all(_same_arg(x, y) for c in base for x, y in zip(mine[c], base[c], strict=True))
+    return len(got) == len(want) and all(
+        _same_arg(x, y) for x, y in zip(got, want, strict=True))

@@ -34,6 +34,7 @@ from redsim.config.directives import KNOWN_REDIS_DIRECTIVES, MODELLED_DIRECTIVES
 from redsim.config.errors import BadValue, did_you_mean, show
 from redsim.config.redis_conf import quote_arg
 from redsim.config.units import (
+    MAX_DURATION_S,
     parse_bandwidth,
     parse_bool,
     parse_cost_us,
@@ -105,6 +106,35 @@ CostUs = Annotated[float, _v(parse_cost_us)]
 OptionalCostUs = Annotated[float | None, _v(_optional(parse_cost_us))]
 NonNegInt = Annotated[int, _v(parse_int, minimum=0)]
 PositiveInt = Annotated[int, _v(parse_int, minimum=1)]
+
+# Bounds on what one run may hold. Each is far above any scenario shipped (the
+# largest has 5,000,000 keys and ~10,000 connections) and keeps the arrays the
+# run allocates within a few GB, so a typo (`keys: 5e12`) is an error naming the
+# field instead of a MemoryError or an out-of-memory kill minutes later.
+INT_MAX = 2**31 - 1
+"""C's INT_MAX: the upper bound Redis's config.c gives most integer directives."""
+MAX_KEYS = 100_000_000
+"""Keys per client group's keyspace (each key row takes ~100 bytes of simulator memory)."""
+MAX_CONNECTIONS = 1_000_000
+"""Connections all pools may open together (Σ processes × pool.max-size)."""
+MAX_REQUEST_SLOTS = 10_000_000
+"""Requests the clients may have outstanding (one slot each, ~200 bytes)."""
+MAX_IN_FLIGHT = 10_000_000
+"""Connections × the deepest pipeline: what one event-loop iteration may read."""
+MAX_SAMPLES_PER_RUN = 1_000_000
+"""duration / sample-interval: the INFO-like samples (~450 bytes each) a run records."""
+MAX_MAXMEMORY = 1024**4
+"""maxmemory, bytes (1 TB): the copy-on-write page map of a fork scales with it."""
+MAX_VALUE_SIZE = 4 * 1024**3
+"""A value size, bytes (4 GB; Redis's own limit is proto-max-bulk-len, 512 MB by default)."""
+MAX_KEY_SIZE = 512 * 1024**2
+"""A key's length, bytes (512 MB, Redis's string limit)."""
+MIN_PERIOD_S = 1e-6
+"""Shortest period of a repeating timer, s: a clock near 100 years still moves by it."""
+MIN_CYCLE_S = 1e-9
+"""Shortest time one request of a closed loop may take, round trip and CPU included."""
+MAX_SIGMA = 10.0
+"""A lognormal sigma: e^(sigma²/2) = e^50 between the mean and the median already."""
 
 EvictionPolicy = Literal[
     "noeviction",
@@ -267,12 +297,12 @@ class Server(_Model):
     """serverCron frequency, 1/s; clamped to 1..500 like Redis (0 → 1, 1000 → 500)."""
     dynamic_hz: Bool = True
     """Double hz while clients/hz > 200 (up to 500)."""
-    maxclients: PositiveInt = 10000
-    """Connection limit, clients."""
+    maxclients: Annotated[int, _v(parse_int, minimum=1, maximum=2**32 - 1)] = 10000
+    """Connection limit, clients (1..UINT_MAX, as Redis)."""
     timeout: Seconds = 0.0
     """Idle client timeout, s; 0 = never."""
     maxmemory: Bytes = 0
-    """Memory limit, bytes; 0 = no limit."""
+    """Memory limit, bytes; 0 = no limit; at most 1 TB (``MAX_MAXMEMORY``)."""
     maxmemory_policy: Annotated[EvictionPolicy, _literal(EvictionPolicy)] = "noeviction"
     maxmemory_samples: Annotated[int, _v(parse_int, minimum=1, maximum=64)] = 5
     """Keys sampled per eviction round (Redis allows more; redsim caps at 64)."""
@@ -281,8 +311,8 @@ class Server(_Model):
     lazyfree_lazy_expire: Bool = False
     lazyfree_lazy_server_del: Bool = False
     lazyfree_lazy_user_del: Bool = False
-    lfu_log_factor: Annotated[int, _v(parse_int, minimum=0)] = 10
-    lfu_decay_time: Annotated[int, _v(parse_int, minimum=0)] = 1
+    lfu_log_factor: Annotated[int, _v(parse_int, minimum=0, maximum=INT_MAX)] = 10
+    lfu_decay_time: Annotated[int, _v(parse_int, minimum=0, maximum=INT_MAX)] = 1
     """Minutes per LFU counter decrement; 0 = never decay."""
     active_expire_effort: Annotated[int, _v(parse_int, minimum=1, maximum=10)] = 1
     appendonly: Bool = False
@@ -293,7 +323,8 @@ class Server(_Model):
     kernel writes back."""
     no_appendfsync_on_rewrite: Bool = False
     """Skip fsync while a fork child (BGSAVE or rewrite) exists."""
-    auto_aof_rewrite_percentage: Annotated[int, _v(parse_int, minimum=0)] = 100
+    auto_aof_rewrite_percentage: Annotated[int, _v(parse_int, minimum=0,
+                                                   maximum=INT_MAX)] = 100
     """Rewrite the AOF once it grew by this % over its size after the last
     rewrite, %; 0 = never."""
     auto_aof_rewrite_min_size: Bytes = 64 * 1024**2
@@ -342,6 +373,14 @@ class Server(_Model):
 
     @model_validator(mode="after")
     def _check(self) -> Server:
+        if self.maxmemory > MAX_MAXMEMORY:
+            raise BadValue("a maxmemory of at most 1tb (the most redsim simulates: a fork's "
+                           "copy-on-write page map grows with it)", show(self.maxmemory),
+                           field=("maxmemory",))
+        if self.timeout > INT_MAX:
+            # config.c: timeout is an int of seconds, 0..INT_MAX.
+            raise BadValue(f"a timeout of at most {INT_MAX} s (Redis's limit)",
+                           f"{self.timeout:g} s", field=("timeout",))
         if self.client_query_buffer_limit < 1024**2:
             # config.c: client-query-buffer-limit lower bound is 1mb.
             raise BadValue("a size ≥ 1mb", show(self.client_query_buffer_limit),
@@ -428,7 +467,8 @@ class Cpu(_Model):
     table's per-command parts. Costs it did not measure (iteration, per byte,
     accept/close, cron, expiry, AOF write) keep their earlier estimates."""
 
-    scale: Annotated[float, _v(parse_float, minimum=0, exclusive_min=True)] = 1.0
+    scale: Annotated[float, _v(parse_float, minimum=0, exclusive_min=True,
+                               maximum=1000)] = 1.0
     """Multiplier on every main-thread CPU cost below and in the command table
     (dimensionless): 0.5 is a core twice as fast. The "CPU headroom" what-if: it
     scales eviction and expiry work with the commands, as a faster core would."""
@@ -535,7 +575,14 @@ class Host(_Model):
     cow_copy_bandwidth: Annotated[float, _v(parse_bandwidth)] = 4.5e9
     """Bytes/s the kernel copies a page at: a 2 MB page takes ~0.47 ms, a 4 KB one ~1 µs."""
     child_keys_per_sec: Annotated[float, _v(parse_rate)] = 600e3
-    """Keys the fork child serialises per second (reference §5.4: 5 M keys in 8 s)."""
+    """Keys the fork child serialises per second (reference §5.4: 5 M keys in 8 s); > 0."""
+
+    @model_validator(mode="after")
+    def _check(self) -> Host:
+        if self.child_keys_per_sec <= 0:  # the child's run time divides by it
+            raise BadValue("a rate > 0 like 600k/s", show(self.child_keys_per_sec),
+                           field=("child-keys-per-sec",))
+        return self
 
 
 class ScenarioEvent(_Model):
@@ -693,6 +740,9 @@ class _Dist(_Model):
     model_config = ConfigDict(extra="forbid", frozen=True)
     _parse: ClassVar[Callable[[Any], float]]
     _unit: ClassVar[str]
+    _max: ClassVar[float]
+    """Largest value the distribution may name (mean, bounds, table values)."""
+    _max_text: ClassVar[str]
 
     kind: DistKind
     mean: float
@@ -852,6 +902,20 @@ class _Dist(_Model):
         return {"kind": kind, "mean": values["mean"], "low": 0.0, "high": math.inf,
                 "sigma": values["sigma"]}
 
+    @model_validator(mode="after")
+    def _bounded(self) -> _Dist:
+        # The parsers bound values written with a unit; a bare number in a table
+        # (values, quantiles) or a lognormal's sigma is checked here, so no value
+        # the kernel draws from can overflow what it is added to.
+        if self.sigma > MAX_SIGMA:
+            raise BadValue(f"a lognormal sigma of at most {MAX_SIGMA:g}", show(self.sigma),
+                           field=("sigma",))
+        finite = [x for x in (self.mean, self.low, self.high, *self.table_x) if math.isfinite(x)]
+        if finite and max(finite) > self._max:
+            raise BadValue(f"values of at most {self._max_text} ({self._unit})",
+                           f"{max(finite):g}")
+        return self
+
     @classmethod
     def _out(cls, x: float) -> float | int:
         return x
@@ -878,6 +942,8 @@ class DurationDist(_Dist):
 
     _parse = staticmethod(parse_duration)
     _unit = "s"
+    _max = float(MAX_DURATION_S)
+    _max_text = "100 years"
 
 
 class SizeDist(_Dist):
@@ -885,6 +951,8 @@ class SizeDist(_Dist):
 
     _parse = staticmethod(parse_size)
     _unit = "bytes"
+    _max = float(MAX_VALUE_SIZE)
+    _max_text = "4gb"
 
     @classmethod
     def _out(cls, x: float) -> float | int:
@@ -911,8 +979,18 @@ class Pool(_Model):
     """Requests that may wait for a connection, requests."""
     retry_backoff: PositiveSeconds = 0.001
     """After its request is refused (wait queue full), a closed-loop or trace
-    source waits this long on top of its think time, s. Above zero so that a
+    source waits this long on top of its think time, s. At least 1 µs so that a
     source with zero think time cannot retry forever at one instant."""
+
+    @model_validator(mode="after")
+    def _check(self) -> Pool:
+        # A period the clock cannot step by (1e-300 added to 0.5 is 0.5) would
+        # schedule the same event at the same instant forever: the run hung.
+        for key in ("reap_interval", "retry_backoff"):
+            if getattr(self, key) < MIN_PERIOD_S:
+                raise BadValue("at least 1us (a shorter period would not move the clock)",
+                               f"{getattr(self, key):g} s", field=(_hyphen(key),))
+        return self
 
 
 class MixEntry(_Model):
@@ -920,11 +998,14 @@ class MixEntry(_Model):
 
     command: Annotated[str, _v(parse_command_name)]
     """Upper-case command name."""
-    weight: Annotated[float, _v(parse_float, minimum=0, exclusive_min=True)] = 1.0
-    """Relative frequency (weights are normalised over the mix)."""
-    keys: PositiveInt = 1
+    weight: Annotated[float, _v(parse_float, minimum=0, exclusive_min=True,
+                                maximum=1e12)] = 1.0
+    """Relative frequency (weights are normalised over the mix; at most 1e12 so
+    their sum stays finite)."""
+    keys: Annotated[int, _v(parse_int, minimum=1, maximum=1_000_000)] = 1
     """Keys or members per command (e.g. MGET 10)."""
-    count: Annotated[int | None, _v(_optional(partial(parse_int, minimum=0)))] = None
+    count: Annotated[int | None, _v(_optional(partial(parse_int, minimum=0,
+                                                      maximum=1_000_000_000)))] = None
     """Elements returned/visited (SMEMBERS, HGETALL, ZRANGE, SCAN); None = default."""
     ttl: Annotated[float | None, _v(_optional(_duration_above_zero))] = None
     """TTL set on written keys, s; None = no TTL."""
@@ -950,8 +1031,8 @@ def _parse_mix(v: Any) -> Any:
 class Keyspace(_Model):
     """How a client group picks keys."""
 
-    keys: PositiveInt = 10000
-    """Distinct keys, keys."""
+    keys: Annotated[int, _v(parse_int, minimum=1, maximum=MAX_KEYS)] = 10000
+    """Distinct keys, keys (at most 100,000,000)."""
     distribution: Annotated[KeyDistribution, _literal(KeyDistribution)] = "uniform"
     zipf_exponent: Annotated[float, _v(parse_float, minimum=0, exclusive_min=True)] = 0.99
     """Zipf exponent s (P(rank k) ∝ k^-s), used when distribution is zipf."""
@@ -1027,8 +1108,8 @@ class ClientGroup(_Model):
         default_factory=lambda: [MixEntry(command="GET")]
     )
     keyspace: Keyspace = Field(default_factory=Keyspace)
-    key_size: PositiveInt = 16
-    """Key length, bytes."""
+    key_size: Annotated[int, _v(parse_int, minimum=1, maximum=MAX_KEY_SIZE)] = 16
+    """Key length, bytes (at most 512 MB, Redis's string limit)."""
     value_size: SizeDist = Field(default_factory=lambda: SizeDist.model_validate(64))
     """Value length, bytes."""
     trace: str | None = None
@@ -1171,9 +1252,23 @@ class Scenario(_Model):
         if self.sample_interval > self.duration:
             raise BadValue(f"a sample-interval ≤ the duration ({self.duration:g} s)",
                            f"{self.sample_interval:g} s", field=("sample-interval",))
+        samples = self.duration / self.sample_interval
+        if samples > MAX_SAMPLES_PER_RUN:
+            # The run keeps every sample in memory (~450 bytes each).
+            longest = MAX_SAMPLES_PER_RUN * self.sample_interval
+            raise BadValue(f"at most {MAX_SAMPLES_PER_RUN:,} samples per run (duration / "
+                           f"sample-interval); with sample-interval {self.sample_interval:g} s "
+                           f"a duration of at most {longest:g} s",
+                           f"{self.duration:g} s, {samples:,.0f} samples", field=("duration",))
         for i, ev in enumerate(self.events):
             if not 0 <= ev.at < self.duration:
                 raise BadValue(f"an event time in [0, duration = {self.duration:g} s)",
+                               f"{ev.at:g} s", field=("events", i, "at"))
+            # The list is documented as in time order; one out of order is most
+            # likely a typo (30s for 300s), so it is reported rather than sorted.
+            if i and ev.at < self.events[i - 1].at:
+                raise BadValue(f"events in time order (at ≥ {self.events[i - 1].at:g} s, "
+                               f"the time of events[{i - 1}])",
                                f"{ev.at:g} s", field=("events", i, "at"))
         seen: dict[str, int] = {}
         for i, group in enumerate(self.clients):
@@ -1193,6 +1288,7 @@ class Scenario(_Model):
                                "the writes or a maxmemory: without one the write-once keys "
                                "present at the start have no bound", "none of them",
                                field=("clients", i, "keyspace", "history"))
+        self._check_size()
         total = sum(g.processes * g.pool.max_size for g in self.clients)
         if total > self.server.maxclients:
             raise BadValue(
@@ -1202,3 +1298,94 @@ class Scenario(_Model):
                 field=("clients",),
             )
         return self
+
+    def _check_size(self) -> None:
+        """Bound what the run allocates per connection, per request slot, per key
+        row and per request in flight, with the counts ``model/build.py`` uses, and
+        refuse a closed loop that cannot move the clock."""
+        conns = sum(g.processes * g.pool.max_size for g in self.clients)
+        if conns > MAX_CONNECTIONS:
+            raise BadValue(f"at most {MAX_CONNECTIONS:,} connections in all "
+                           "(Σ processes × pool.max-size)", f"{conns:,}", field=("clients",))
+        slots = 0
+        for i, g in enumerate(self.clients):
+            n = _request_slots(g)
+            slots += n
+            if slots > MAX_REQUEST_SLOTS:
+                raise BadValue(
+                    f"at most {MAX_REQUEST_SLOTS:,} request sources in all (processes × "
+                    "threads; a closed group with exponential think time counts at most "
+                    "its pools and waiters)", f"{slots:,} by this group", field=("clients", i))
+        for i, g in enumerate(self.clients):
+            self._check_clock_moves(i, g)
+        rows = max(g.keyspace.keys for g in self.clients) + sum(
+            _write_once_rows(g, self.server.maxmemory, self.duration) for g in self.clients)
+        if rows > MAX_KEYS:
+            i = next(i for i, g in enumerate(self.clients) if g.keyspace.write_once > 0)
+            raise BadValue(
+                f"at most {MAX_KEYS:,} keys in the run: the keyspace, the write-once keys "
+                "preloaded (nominal rate × min(history, ttl), or what fits in maxmemory) and "
+                "those written during the run (1.25 × rate × duration)",
+                f"about {rows:,.0f}", field=("clients", i, "keyspace", "write-once"))
+        deepest = max(g.pipeline for g in self.clients)
+        if conns * deepest > MAX_IN_FLIGHT:
+            raise BadValue(f"at most {MAX_IN_FLIGHT:,} requests in flight (connections × "
+                           "the deepest pipeline)", f"{conns:,} × {deepest:,}",
+                           field=("clients",))
+
+
+    def _check_clock_moves(self, i: int, g: ClientGroup) -> None:
+        """A closed loop without think time whose requests take no time (no round
+        trip, zero CPU costs) sends its next request at the same instant forever."""
+        if g.kind == "open" or (g.kind == "trace" and g.trace_timing == "recorded"):
+            return
+        if g.think.mean > 0:
+            return
+        cpu = self.engine.cpu
+        fixed = []
+        for m in g.mix:
+            override = cpu.commands.get(m.command.upper())
+            own = override.fixed if override is not None else None
+            fixed.append(own if own is not None else COMMANDS[m.command.upper()].fixed_us)
+        per_request_us = cpu.iteration + cpu.read + cpu.write + min(fixed)
+        cycle = self.network.rtt + cpu.scale * per_request_us * 1e-6
+        if cycle < MIN_CYCLE_S:
+            raise BadValue("a think time > 0, or requests that take time (network.rtt, "
+                           "engine.cpu costs): without either the clock never moves",
+                           f"think 0 and {cycle:g} s per request", field=("clients", i, "think"))
+
+
+def _write_once_rows(g: ClientGroup, maxmemory: int, duration: float) -> float:
+    """About how many write-once key rows ``model/preload.py`` gives group `g`: those
+    preloaded (its nominal write-once rate × min(history, ttl), or what fits in
+    maxmemory) plus 1.25 × rate × duration spare rows for the run."""
+    ks = g.keyspace
+    if ks.write_once <= 0:
+        return 0.0
+    if g.kind == "open":
+        rate = max([g.rate or 0.0] + [p.rate for p in g.profile or []])
+    elif g.kind == "closed" and g.think.mean > 0:
+        rate = g.processes * g.threads / g.think.mean
+    else:
+        return 0.0  # no nominal rate: preload.py preloads none
+    total = sum(m.weight for m in g.mix)
+    writes = [m for m in g.mix if COMMANDS[m.command.upper()].effect == EFFECT_WRITE]
+    once = rate * g.pipeline * ks.write_once * sum(m.weight for m in writes) / total
+    ttls = [m.ttl for m in writes if m.ttl]
+    span = min(math.inf if ks.history is None else ks.history,
+               math.ceil(ttls[0]) if ttls else math.inf)
+    preloaded = once * span
+    if maxmemory > 0:
+        preloaded = min(preloaded, 1.05 * maxmemory / (g.value_size.mean + g.key_size) + 16)
+    return (preloaded if math.isfinite(preloaded) else math.inf) + 1.25 * once * duration
+
+
+def _request_slots(g: ClientGroup) -> int:
+    """The request slots ``model/build.py`` gives group `g`: one per source of a
+    closed or trace group; an open group (or a recorded trace) and a closed group
+    with exponential think share a bounded list (build caps the first at 2,000,000)."""
+    if g.kind == "open" or (g.kind == "trace" and g.trace_timing == "recorded"):
+        return min(g.processes * (g.pool.max_size + g.pool.max_waiters), 2_000_000)
+    if g.kind == "closed" and g.think.kind == "exponential" and g.think.mean > 0:
+        return g.processes * min(g.threads, g.pool.max_size + g.pool.max_waiters + 1)
+    return g.processes * g.threads

@@ -23,6 +23,20 @@ from redsim.config.errors import BadValue, show
 # long and rejects overflow; we keep to the signed range so every consumer is safe.
 MAX_INT = 2**63 - 1
 
+# Longest duration any parser returns: 100 years (of 365.25 days), 3,155,760,000 s.
+# Well past any run, and small enough that every time the model derives from it
+# stays exact and finite: in µs it is below 2**53 (a float64 holds it as an exact
+# integer), in ns below 2**63 (int64), and added to a run's clock it cannot
+# overflow. Without it `ttl: 1e308` validated and then overflowed int64 at run time.
+MAX_DURATION_S = 36525 * 86400
+MAX_DURATION_TEXT = "at most 100 years"
+
+# Highest rate any parser returns, per second: 10**9, a thousand times what one
+# Redis main thread serves; every event at a higher rate would still be stepped
+# through one by one, so a run would never end (`rate: 1e308` hung).
+MAX_RATE = 1e9
+MAX_RATE_TEXT = "at most 1e9 per second (1000m/s)"
+
 # Redis `memtoull` (util.c) multipliers: k/m/g are decimal, kb/mb/gb binary.
 SIZE_UNITS: dict[str, int] = {
     "": 1,
@@ -176,17 +190,22 @@ def parse_duration(v: Any, bare_unit: str = "s") -> float:
     Units: `ns`, `us` (or `µs`), `ms`, `s`, `m` (minutes; also `min`), `h`, `d`,
     `w`, case-insensitive, optionally separated from the number by spaces. A bare
     number (int, float or unit-less string) is in `bare_unit` ("s", "ms", "us", …).
-    Negative durations are errors.
+    Negative durations and durations over MAX_DURATION_S (100 years) are errors.
     """
-    ns = _duration_fraction(v, bare_unit, _duration_expected(bare_unit))
-    return _to_float(ns / DURATION_UNITS_NS["s"], _duration_expected(bare_unit), v)
+    expected = _duration_expected(bare_unit)
+    ns = _duration_fraction(v, bare_unit, expected)
+    if ns > MAX_DURATION_S * DURATION_UNITS_NS["s"]:
+        raise BadValue(f"{expected}, {MAX_DURATION_TEXT}", f"{show(v)} (too large)")
+    return _to_float(ns / DURATION_UNITS_NS["s"], expected, v)
 
 
 def parse_cost_us(v: Any) -> float:
     """Parse a CPU cost into microseconds: a bare number is µs, `1ms` → 1000.0,
-    `500ns` → 0.5."""
+    `500ns` → 0.5. At most MAX_DURATION_S (100 years), as any duration."""
     expected = "a CPU cost ≥ 0 like 2.5 (µs), 500ns or 1ms"
     ns = _duration_fraction(v, "us", expected)
+    if ns > MAX_DURATION_S * DURATION_UNITS_NS["s"]:
+        raise BadValue(f"{expected}, {MAX_DURATION_TEXT}", f"{show(v)} (too large)")
     return _to_float(ns / DURATION_UNITS_NS["us"], expected, v)
 
 
@@ -207,9 +226,12 @@ def parse_rate(v: Any) -> float:
         number = _fraction_of(m.group(1), RATE_EXPECTED, v) * mult / RATE_PER[per]
     if number is None or number < 0:
         raise BadValue(RATE_EXPECTED, show(v))
+    if number > MAX_RATE:
+        raise BadValue(f"{RATE_EXPECTED}, {MAX_RATE_TEXT}", f"{show(v)} (too large)")
     return _to_float(number, RATE_EXPECTED, v)
 
 
+MIN_BANDWIDTH, MAX_BANDWIDTH = 1, 10**15  # bytes/s
 BANDWIDTH_EXPECTED = ("a bandwidth like 200mb/s or 1.5gb/s "
                       "(a size per second; a bare number is bytes/s)")
 
@@ -231,6 +253,11 @@ def parse_bandwidth(v: Any) -> float:
         number = _fraction_of(m.group(1), BANDWIDTH_EXPECTED, v) * unit
     if number is None or number <= 0:
         raise BadValue(BANDWIDTH_EXPECTED, show(v))
+    # 1 B/s to 1 PB/s: below, one page or one fsync'd append would take longer
+    # than any run (times the model then adds up overflow to inf); above, no device.
+    if not MIN_BANDWIDTH <= number <= MAX_BANDWIDTH:
+        raise BadValue(f"{BANDWIDTH_EXPECTED}, from 1 byte/s to 1 PB/s (1e15 bytes/s)",
+                       f"{show(v)} (too {'small' if number < MIN_BANDWIDTH else 'large'})")
     return _to_float(number, BANDWIDTH_EXPECTED, v)
 
 

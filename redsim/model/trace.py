@@ -10,6 +10,10 @@ Accepted line forms (blank lines and lines starting with ``#`` are skipped):
 - ``1339518083.107412 [0 127.0.0.1:60866] "get" "user:42"`` — MONITOR output,
   whose timestamp is used by ``trace-timing: recorded``.
 
+A trace file must be a regular file (not a FIFO or a device) of at most
+``MAX_TRACE_BYTES`` (64 MB, some two million commands) holding at least one
+command.
+
 Each line becomes one command with its real request size (RESP encoding of the
 actual arguments). The reply size is known for writes and counters; for reads
 that return stored values (GET, MGET, SMEMBERS, ...) it is marked unknown (-1)
@@ -18,8 +22,11 @@ and drawn from the group's ``value-size`` at run time.
 
 from __future__ import annotations
 
+import math
+import os
 import re
 import shlex
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,11 +42,35 @@ from redsim.model.commands import (
 )
 from redsim.model.protocol import PROTO_MBULK_BIG_ARG
 
+MAX_TRACE_BYTES = 64 * 1024 * 1024
+"""Largest trace file read, bytes. Parsing holds about 400 bytes of Python objects
+per command, so 64 MB of ~30-byte lines (two million commands) peaks near 1 GB."""
+
 _MONITOR = re.compile(r"^(\d+(?:\.\d+)?)\s+\[[^\]]*\]\s+(.*)$")
 
 
 class TraceError(ValueError):
-    """A trace line could not be understood; the message names file and line."""
+    """A trace file that cannot be replayed; the message names the file (and line).
+
+    Attributes:
+        file: the trace file.
+        line: 1-based line number, or None when the whole file is at fault.
+        expected: what would have been accepted.
+        found: what was there.
+    """
+
+    def __init__(self, file: str | Path, expected: str, found: str,
+                 line: int | None = None) -> None:
+        self.file = str(file)
+        self.line = line
+        self.expected = expected
+        self.found = found
+        where = self.file if line is None else f"{self.file}:{line}"
+        super().__init__(f"{where}: expected {expected}, found {found}")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Rebuilt from its parts when it crosses a process boundary (sweeps).
+        return (TraceError, (self.file, self.expected, self.found, self.line))
 
 
 @dataclass
@@ -98,14 +129,81 @@ def _reply_size(name: str, args: list[bytes]) -> int:
     return 4  # an integer reply such as :1\r\n
 
 
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def _read_trace_text(path: Path) -> str:
+    """The text of a trace file: a regular file of at most MAX_TRACE_BYTES.
+
+    Checked with stat() before opening, as opening a FIFO blocks until a writer
+    comes and a device such as /dev/zero never ends; at most MAX_TRACE_BYTES + 1
+    bytes are read whatever stat() said.
+    """
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise TraceError(path, "a readable trace file", e.strerror or type(e).__name__) \
+            from None
+    if not stat.S_ISREG(st.st_mode):
+        raise TraceError(path, "a regular trace file", _kind(st.st_mode))
+    limit_text = f"a trace file of at most {MAX_TRACE_BYTES >> 20} MB"
+    if st.st_size > MAX_TRACE_BYTES:
+        raise TraceError(path, limit_text, f"{st.st_size:,} bytes")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            mode = os.fstat(f.fileno()).st_mode
+            if not stat.S_ISREG(mode):  # replaced since stat()
+                raise TraceError(path, "a regular trace file", _kind(mode))
+            raw = f.read(MAX_TRACE_BYTES + 1)
+    except OSError as e:
+        raise TraceError(path, "a readable trace file", e.strerror or type(e).__name__) \
+            from None
+    if len(raw) > MAX_TRACE_BYTES:
+        raise TraceError(path, limit_text, "more (it grew while read)")
+    return raw.decode("utf-8", errors="replace")
+
+
 def parse_trace(path: str | Path) -> Trace:
-    """Read a trace file; raises TraceError naming the file and line on bad input."""
+    """Read a trace file; raises TraceError naming the file and line on bad input.
+
+    The same unchanged file (path, size and modification time) is parsed once per
+    process: the loader parses it to validate a scenario and the run parses it
+    again to build the world. The arrays returned are shared; callers copy them.
+    """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as e:
-        raise TraceError(f"{path}: cannot read trace file: {e.strerror}") from None
+        st = os.stat(path)
+        key: tuple[str, int, int] | None = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+    except OSError:
+        key = None  # _parse_trace reports it
+    if key is not None and key in _CACHE:
+        return _CACHE[key]
+    trace = _parse_trace(path)
+    if key is not None:
+        while len(_CACHE) >= _CACHE_SIZE:  # the oldest goes: a run reuses the last few
+            del _CACHE[next(iter(_CACHE))]
+        _CACHE[key] = trace
+    return trace
+
+
+_CACHE: dict[tuple[str, int, int], Trace] = {}
+_CACHE_SIZE = 2  # traces kept; each up to ~200 MB of arrays
+
+
+def _parse_trace(path: Path) -> Trace:
+    """Read a trace file; raises TraceError naming the file and line on bad input."""
+    path = Path(path)
+    text = _read_trace_text(path)
     cmd, req, rep, elems, value, times, big = [], [], [], [], [], [], []
+    linenos: list[int] = []
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -114,17 +212,22 @@ def parse_trace(path: str | Path) -> Trace:
         m = _MONITOR.match(line)
         if m:
             ts = float(m.group(1))
+            if not math.isfinite(ts):  # hundreds of digits: no time the run can reach
+                raise TraceError(path, "a MONITOR timestamp in seconds",
+                                 f"{m.group(1)[:20]}… (too large)", lineno)
             line = m.group(2)
         try:
             parts = shlex.split(line)
         except ValueError as e:
-            raise TraceError(f"{path}:{lineno}: cannot split arguments: {e}") from None
+            raise TraceError(path, "arguments split like the shell (balanced quotes)",
+                             str(e), lineno) from None
         if not parts:
             continue
         name = parts[0].upper()
         if name not in COMMAND_IDS:
             known = ", ".join(sorted(COMMAND_IDS))
-            raise TraceError(f"{path}:{lineno}: unknown command {parts[0]!r}; known: {known}")
+            raise TraceError(path, f"a command redsim models ({known})", repr(parts[0]),
+                             lineno)
         args = [p.encode() for p in parts]
         cmd.append(COMMAND_IDS[name])
         req.append(_resp_size(args))
@@ -132,12 +235,17 @@ def parse_trace(path: str | Path) -> Trace:
         elems.append(max(1, len(args) - 2) if name != "MSET" else max(1, (len(args) - 1) // 2))
         value.append(len(args[2]) if len(args) > 2 else 0)
         times.append(ts)
+        linenos.append(lineno)
         big.append(_big_args(args))
     if not cmd:
-        raise TraceError(f"{path}: the trace has no commands")
+        raise TraceError(path, "at least one command in the trace file",
+                         "none (only blank lines, comments or nothing)")
     t = np.asarray(times, np.float64)
     if np.any(np.diff(t) < 0):
-        raise TraceError(f"{path}: timestamps go backwards; a recorded trace must be in order")
+        back = int(np.argmax(np.diff(t) < 0)) + 1  # the first command earlier than the one before
+        raise TraceError(path, "MONITOR timestamps in time order (a recorded trace)",
+                         f"{t[back]:.6f} after {t[back - 1]:.6f} on line {linenos[back - 1]}",
+                         linenos[back])
     return Trace(np.asarray(cmd, np.int64), np.asarray(req, np.int64),
                  np.asarray(rep, np.int64), np.asarray(elems, np.int64),
                  np.asarray(value, np.int64), t, np.asarray(big, np.int64).reshape(-1, 4))
