@@ -92,8 +92,26 @@ def _load(args) -> object:
     overrides = list(args.set or [])
     if getattr(args, "duration", None):
         overrides.append(f"duration={args.duration}")
-    return load_scenario(args.scenario, overrides=overrides,
-                         calibration=getattr(args, "calibration", None))
+    return _one_line_warnings(lambda: load_scenario(
+        args.scenario, overrides=overrides, calibration=getattr(args, "calibration", None)))
+
+
+def _one_line_warnings(fn):
+    """Call `fn`, showing the unmodelled-directive warning it raises as one
+    ``redsim: warning:`` line on stderr (Python's format adds the source line)."""
+    import warnings
+
+    from redsim.config.errors import UnmodelledDirectiveWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnmodelledDirectiveWarning)
+        value = fn()
+    for w in caught:
+        if issubclass(w.category, UnmodelledDirectiveWarning):
+            print(f"redsim: warning: {w.message}", file=sys.stderr)
+        else:  # not ours: shown as it would have been
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    return value
 
 
 def _save_run(result, out: Path, plots: bool) -> None:

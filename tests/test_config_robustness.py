@@ -427,8 +427,9 @@ def test_the_stock_redis_conf_warns_once_in_one_line(tmp_path: Path) -> None:
     assert text.startswith(f"{tmp_path / 'redis.conf'}: {STOCK_UNMODELLED} Redis directives")
     # Named although at Redis's defaults: they could change the answer.
     assert "client-output-buffer-limit" in text and "stop-writes-on-bgsave-error" in text
-    # Not at Redis 7.2's defaults in the stock file: bind (`* -::*`), pidfile (none).
-    assert "not at Redis's default: bind, pidfile" in text
+    # Not at Redis 7.2's defaults in the stock file: bind (`* -::*`) and pidfile
+    # (none); proc-title-template is one quoted argument equal to the default.
+    assert "; not at Redis's default: bind, pidfile (" in text
     # At their defaults and without effect on the answer: not named.
     for quiet in ("tcp-backlog", "databases", "rdbcompression", "hash-max-listpack-entries"):
         assert quiet not in text
@@ -436,6 +437,19 @@ def test_the_stock_redis_conf_warns_once_in_one_line(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", UnmodelledDirectiveWarning)
         load_scenario(sc)
+
+
+def test_the_command_shows_the_warning_on_one_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    sc = _stock_scenario(tmp_path)
+    p = subprocess.run([sys.executable, "-m", "redsim", "validate", str(sc)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    [line] = p.stderr.strip().splitlines()  # not Python's two-line warning format
+    assert line.startswith(f"redsim: warning: {tmp_path / 'redis.conf'}: "
+                           f"{STOCK_UNMODELLED} Redis directives")
 
 
 def test_validate_verbose_lists_every_unmodelled_directive(tmp_path: Path, capsys) -> None:

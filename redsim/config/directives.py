@@ -153,9 +153,9 @@ DIRECTIVE_ARG_COUNTS: dict[str, tuple[int, int | None]] = {
     "shutdown-on-sigterm": (1, None),
 }
 
-# Redis 7.2's default of every directive, as redis.conf text
-# (sizes in bytes, booleans yes/no): the `standardConfig` table of Redis 7.2.6's
-# src/config.c, aliases included; "" for a string that defaults to NULL. `dir`
+# Redis 7.2's default of every directive, as redis.conf text (sizes in bytes,
+# booleans yes/no, an argument with spaces quoted): the `standardConfig` table of
+# Redis 7.2.6's src/config.c, aliases included; "" for a string that defaults to NULL. `dir`
 # defaults to the server's working directory, written "./" as the stock
 # redis.conf does. Directives without an entry (include, user, rename-command,
 # loadmodule, sentinel, the ignored list-max-ziplist-entries/-value) have no
@@ -274,7 +274,7 @@ REDIS_DEFAULTS: dict[str, str] = {
     "oom-score-adj-values": "0 200 800",
     "pidfile": "",
     "port": "6379",
-    "proc-title-template": "{title} {listen-addr} {server-mode}",
+    "proc-title-template": '"{title} {listen-addr} {server-mode}"',  # one argument
     "propagation-error-behavior": "ignore",
     "protected-mode": "yes",
     "proto-max-bulk-len": "536870912",
