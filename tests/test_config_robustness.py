@@ -392,6 +392,14 @@ def test_an_edited_redis_conf_changes_the_hash(tmp_path: Path) -> None:
     assert len({scenario_hash(a), scenario_hash(b), scenario_hash(c)}) == 3
 
 
+def test_a_redis_conf_deleted_after_loading_still_hashes(tmp_path: Path) -> None:
+    sc = load_scenario(_copy_with_conf(tmp_path / "a", "maxmemory 1gb\n"))
+    before = scenario_hash(sc)
+    (tmp_path / "a" / "redis.conf").unlink()
+    after = scenario_hash(sc)  # no FileNotFoundError
+    assert len(after) == 64 and after != before  # the content is no longer known
+
+
 # --- 5. the unmodelled-directive warning ----------------------------------------------
 
 def _stock_unmodelled() -> int:

@@ -789,8 +789,13 @@ def scenario_hash(scenario: Scenario) -> str:
 
 
 def _file_sha256(path: str) -> str:
+    """The file's sha256 hex digest; if it can no longer be read (deleted since the
+    scenario was loaded), "unreadable " and the path, so hashing never raises."""
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return f"unreadable {path}"
     return digest.hexdigest()
