@@ -133,14 +133,23 @@ def _save_run(result, out: Path, plots: bool) -> None:
 
 
 def cmd_run(args) -> int:
+    from redsim.model.jit import kernel_compiled
     from redsim.simulation import Simulation
 
     scenario = _load(args)
     seed = scenario.seed if args.seed is None else args.seed
     progress = None if not args.no_progress else False
+    if not kernel_compiled():
+        from redsim.simulation import warm_up
+
+        print("redsim: compiling the simulation kernel (once per install or version, about "
+              "a minute)...", file=sys.stderr, flush=True)
+        print(f"redsim: compiled in {warm_up():.0f} s", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
-    result = Simulation(scenario, seed=seed, progress=progress).run()
-    wall = time.perf_counter() - t0
+    sim = Simulation(scenario, seed=seed, progress=progress)
+    t1 = time.perf_counter()
+    result = sim.run()
+    t2 = time.perf_counter()
     out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}-seed{seed}"
     print(summary_table(result.summary))  # before the folder: nothing in saving it can lose this
     _save_run(result, out, plots=not args.no_plots)
@@ -149,7 +158,9 @@ def cmd_run(args) -> int:
 
         print("\n  eviction cycles (redsim.analysis.phases):")
         print(format_table(result.phases()))
-    print(f"\n  wall time {wall:.1f} s, real-time factor {scenario.duration / wall:,.1f}")
+    print(f"\n  wall time {t2 - t0:.1f} s (building the keyspace {t1 - t0:.1f} s, simulating "
+          f"{t2 - t1:.1f} s); real-time factor of the simulation "
+          f"{scenario.duration / max(t2 - t1, 1e-9):,.1f}")
     print(f"  run folder: {out}")
     return 0
 
@@ -389,7 +400,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a field, e.g. server.hz=100 or clients.0.rate=30k/s")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
-    r.add_argument("--no-plots", action="store_true", help="skip overview.png")
+    r.add_argument("--no-plots", action="store_true",
+                   help="skip the figures (overview.png, cycles.png)")
     r.add_argument("--calibration", metavar="FILE",
                    help="a calibration file from `redsim calibrate` (its values fill "
                         "engine/disk/host below the scenario's own keys)")

@@ -49,7 +49,8 @@ def model_version() -> str:
 
 
 class FigureWarning(UserWarning):
-    """A figure of a run folder could not be drawn; the run's data files were written."""
+    """A figure (of a run folder or a sweep) could not be drawn; the data files and
+    tables were written regardless."""
 
 
 @dataclass

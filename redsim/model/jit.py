@@ -71,6 +71,13 @@ def kernel_cache_dir() -> Path:
 
 numba.config.CACHE_DIR = str(kernel_cache_dir())
 
+
+def kernel_compiled() -> bool:
+    """True if the event loop's machine code is in the on-disk cache (so a run
+    starts at once); False on a fresh install or after a code change, when the
+    first run compiles it (about a minute)."""
+    return any(kernel_cache_dir().rglob("event_loop.run-*.nbi"))
+
 leaf = njit(cache=True, inline="always", error_model="numpy")
 step = njit(cache=True, error_model="numpy")
 entry = njit(cache=True, error_model="numpy")

@@ -21,6 +21,7 @@ import pandas as pd
 
 from redsim.config.schema import Scenario
 from redsim.config.sweep import SweepSpec, dump_spec
+from redsim.result import FigureWarning
 from redsim.sweep.executors import run_tasks
 from redsim.sweep.grid import DEFAULT_MAX_POINTS, Point, expand, replication_seed, root_seed
 from redsim.sweep.store import RunStore, atomic_write_bytes, model_version, write_table
@@ -172,10 +173,6 @@ def write_tables(spec: SweepSpec, points: list[Point], seeds: list[int],
          for p in points for r, s in enumerate(seeds) if (p.key, s) in records])
     atomic_write_bytes(out / "timings.csv", timings.to_csv(index=False).encode())
     return runs, agg
-
-
-class FigureWarning(UserWarning):
-    """A sweep figure that could not be drawn; the tables are written regardless."""
 
 
 def draw_figure(path: Path, draw: Callable[[], None], written: list[Path]) -> None:
