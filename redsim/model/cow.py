@@ -12,6 +12,15 @@ no LRU/LFU update and no dict resize while a child lives — is in ``db.py``.
 The bitmap ``pg_cow`` has one bit per page that existed at the fork (4 KB,
 or 2 MB with transparent huge pages on a kernel that copies them whole,
 ``host.thp-cow: copy-huge``): set once the parent copied it.
+
+Deviation: from 7.0, the child gives back the pages of each value it has
+saved (``src/rdb.c:rdbSaveDb`` and ``src/aof.c:rewriteAppendOnlyFileRio`` call
+``src/object.c:dismissObject`` after every key; ``src/server.c:dismissMemoryInChild``
+for client buffers), so a later write by the parent to such a page copies
+nothing. Not modelled: only allocations of a page or more can be given back
+(``dismissMemory``), so values under 4 KB (S0's ~2.3 KB) are unaffected; with
+larger values the model overstates ``current_cow_size`` by the pages of keys
+the child had already saved (not measured).
 """
 
 from __future__ import annotations
