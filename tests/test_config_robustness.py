@@ -512,3 +512,22 @@ def test_a_mapping_without_a_file_warns_once_per_set_of_directives() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", UnmodelledDirectiveWarning)
         load_scenario(yaml.safe_load(yaml.safe_dump(doc)))  # an equal mapping: said
+
+
+def test_a_loop_whose_writes_wait_for_fsync_moves_the_clock():
+    # No think, no round trip, no CPU: refused as a clock that never moves, but
+    # with appendfsync always each SET's reply waits for an fdatasync (1 ms
+    # here), so the loop runs at ~1,000 SET/s and is accepted.
+    from redsim import load_scenario
+    from redsim.config import ScenarioError
+
+    zero = {"scale": 1e-300}
+    base = {"network": {"rtt": 0}, "engine": {"cpu": zero},
+            "disk": {"fsync": "1ms"}, "clients": [{"think": 0, "mix": {"SET": 1}}]}
+    with pytest.raises(ScenarioError, match="the clock never moves"):
+        load_scenario({**base, "server": {"appendonly": "yes", "appendfsync": "everysec"}})
+    load_scenario({**base, "server": {"appendonly": "yes", "appendfsync": "always"}})
+    # Reads never fsync: a GET-only loop is refused even with always.
+    with pytest.raises(ScenarioError, match="the clock never moves"):
+        load_scenario({**base, "server": {"appendonly": "yes", "appendfsync": "always"},
+                       "clients": [{"think": 0, "mix": {"GET": 1}}]})

@@ -40,7 +40,9 @@ def test_time_limit_follows_tenacity(tenacity, limit_s):
 
 def _scenario(policy: str, over: int, *, mix=None, tenacity: int = 10, ttl=None,
               duration: float = 0.01, think: float = 0.005) -> dict:
-    """One client; maxmemory ``over`` bytes below the memory in use once it connects."""
+    """One client; maxmemory ``over`` bytes below the memory in use once it connects
+    (the whole keyspace preloaded: ``preload-limit`` 2 lets it start past the
+    limit, which these tests are about)."""
     writes = {"SET": {"weight": 1, "ttl": ttl}} if ttl else {}
     return {"name": "evict", "duration": duration, "sample-interval": duration,
             "network": {"rtt": 0}, "engine": {"cpu": dict(ZERO_OVERHEAD)},
@@ -49,7 +51,7 @@ def _scenario(policy: str, over: int, *, mix=None, tenacity: int = 10, ttl=None,
                        "maxmemory-eviction-tenacity": tenacity},
             "clients": [{"think": think, "mix": mix or writes or {"GET": 1},
                          "key-size": 16, "value-size": 100,
-                         "keyspace": {"keys": N_KEYS, "preload": 1.0}}]}
+                         "keyspace": {"keys": N_KEYS, "preload": 1.0, "preload-limit": 2}}]}
 
 
 @pytest.mark.parametrize("policy", ["allkeys-random", "allkeys-lru", "allkeys-lfu"])
@@ -150,6 +152,6 @@ def test_one_call_can_evict_half_the_keyspace():
     used = STARTUP_BYTES["7.2"] + n * KEY_BYTES + 8 * 65536 + CLIENT0
     sc = _scenario("allkeys-lru", 0, tenacity=100)
     sc["server"]["maxmemory"] = used - n * KEY_BYTES // 2
-    sc["clients"][0]["keyspace"] = {"keys": n, "preload": 1.0}
+    sc["clients"][0]["keyspace"] = {"keys": n, "preload": 1.0, "preload-limit": 2}
     s = simulate(load_scenario(sc)).summary
     assert s["evicted_keys"] == n // 2

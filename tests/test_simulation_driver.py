@@ -44,9 +44,14 @@ def test_code_cache_is_keyed_by_kernel_source(tmp_path: Path, monkeypatch):
         shutil.copytree(Path(jit.__file__).parent.parent / sub, pkg / sub)
     monkeypatch.setattr(jit, "_PACKAGE", pkg)
     monkeypatch.setenv("REDSIM_CACHE_DIR", str(tmp_path / "cache"))
+    jit.code_hash.cache_clear()
     before = jit.kernel_cache_dir()
     assert before.parent == tmp_path / "cache"
     assert jit.kernel_cache_dir() == before  # stable
-    with open(pkg / "observe" / "bins.py", "a") as f:  # a callee changes
-        f.write("\n# changed\n")
-    assert jit.kernel_cache_dir() != before
+    with open(pkg / "observe" / "bins.py", "a") as f:  # a callee's code changes
+        f.write("\n_CHANGED = 1\n")
+    jit.code_hash.cache_clear()  # once per process; a new process sees the change
+    try:
+        assert jit.kernel_cache_dir() != before
+    finally:
+        jit.code_hash.cache_clear()

@@ -20,6 +20,12 @@ from typing import Any
 _MAX_SHOWN = 80
 
 
+def show_path(path: Any) -> str:
+    """A file path for an error message: quoted and never cut, since the file's
+    name is what the reader needs (``show`` cuts long values)."""
+    return repr(str(path))
+
+
 def show(value: Any) -> str:
     """Render a found value for an error message: strings quoted, long values cut."""
     if isinstance(value, str):

@@ -31,7 +31,7 @@ from pydantic import (
 )
 
 from redsim.config.directives import KNOWN_REDIS_DIRECTIVES, MODELLED_DIRECTIVES
-from redsim.config.errors import BadValue, did_you_mean, show
+from redsim.config.errors import BadValue, did_you_mean, show, show_path
 from redsim.config.redis_conf import quote_arg
 from redsim.config.units import (
     MAX_DURATION_S,
@@ -636,14 +636,14 @@ def _sample_file(path: Any, parse: Callable[[Any], float], unit: str) -> list[fl
     try:
         st = os.stat(path)
     except OSError as exc:
-        raise BadValue("a readable samples file", f"{show(path)} ({exc.strerror})",
+        raise BadValue("a readable samples file", f"{show_path(path)} ({exc.strerror})",
                        field=("samples",)) from None
     if not stat.S_ISREG(st.st_mode):
-        raise BadValue("a regular file of samples", f"{show(path)} (not a regular file)",
+        raise BadValue("a regular file of samples", f"{show_path(path)} (not a regular file)",
                        field=("samples",))
     if st.st_size > MAX_SAMPLE_FILE:
         raise BadValue(f"a samples file of at most {MAX_SAMPLE_FILE >> 20} MB",
-                       f"{show(path)} ({st.st_size >> 20} MB)", field=("samples",))
+                       f"{show_path(path)} ({st.st_size >> 20} MB)", field=("samples",))
     expected = (f"one value ≥ 0 per line of {path} (in {unit}, or with a unit like "
                 f"{'1.2ms' if unit == 's' else '4kb'})")
     values: list[float] = []
@@ -1342,13 +1342,21 @@ class Scenario(_Model):
         if g.think.mean > 0:
             return
         cpu = self.engine.cpu
+        # appendfsync always: a write's reply waits for an fdatasync (any
+        # distribution with a mean > 0 takes time).
+        fsync_s = 0.0
+        if self.server.appendonly and self.server.appendfsync == "always":
+            fsync_s = (float(self.disk.fsync.mean) if self.disk.fsync is not None
+                       else DISK_PRESETS[self.disk.preset].fsync_mean_s)
         fixed = []
         for m in g.mix:
             override = cpu.commands.get(m.command.upper())
             own = override.fixed if override is not None else None
-            fixed.append(own if own is not None else COMMANDS[m.command.upper()].fixed_us)
-        per_request_us = cpu.iteration + cpu.read + cpu.write + min(fixed)
-        cycle = self.network.rtt + cpu.scale * per_request_us * 1e-6
+            us = own if own is not None else COMMANDS[m.command.upper()].fixed_us
+            write = COMMANDS[m.command.upper()].effect == EFFECT_WRITE
+            fixed.append(cpu.scale * us * 1e-6 + (fsync_s if write else 0.0))
+        per_request_s = cpu.scale * (cpu.iteration + cpu.read + cpu.write) * 1e-6 + min(fixed)
+        cycle = self.network.rtt + per_request_s
         if cycle < MIN_CYCLE_S:
             raise BadValue("a think time > 0, or requests that take time (network.rtt, "
                            "engine.cpu costs): without either the clock never moves",
