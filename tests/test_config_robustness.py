@@ -254,7 +254,7 @@ def test_a_trace_that_is_not_a_regular_file_is_refused(tmp_path: Path, kind: str
     err = finishes(lambda: error_of(sc))
     assert err.file == str(sc) and err.location == "clients[0].trace"
     assert err.expected == "a regular trace file"
-    assert ("a device" if kind == "dev-zero" else "a FIFO") in err.found
+    assert ("a character device" if kind == "dev-zero" else "a FIFO") in err.found
 
 
 def test_a_trace_past_its_limit_is_refused(tmp_path: Path) -> None:

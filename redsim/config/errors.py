@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import difflib
 import os
-import stat
 from collections.abc import Iterable
 from typing import Any
+
+from redsim.fileio import IRREGULAR, TOO_LARGE, UNREADABLE, RefusedFile, read_bounded
 
 # Longest rendering of a found value; a whole mis-indented section pasted into a
 # message helps nobody.
@@ -183,22 +184,6 @@ MAX_CONFIG_BYTES = 16 * 1024 * 1024
 Real ones are a few KB (Redis 7.2's stock redis.conf is 107 KB); the bound keeps a
 path to /dev/zero or a log file from filling memory."""
 
-_FILE_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
-
-def _file_kind(mode: int) -> str:
-    for test, name in _FILE_KINDS:
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
 def _mb(limit: int) -> str:
     return f"{limit / 2**20:g} MB"
 
@@ -206,13 +191,9 @@ def _mb(limit: int) -> str:
 def read_regular_file(
     path: str | os.PathLike[str], *, what: str, limit: int = MAX_CONFIG_BYTES
 ) -> bytes:
-    """The bytes of `path`, which must be a regular file of at most `limit` bytes.
-
-    Anything else is refused before it is opened: a FIFO would block the reader
-    until some writer comes (forever, in a sweep), and a device such as /dev/zero
-    never ends. The size is checked with stat() and again while reading, so a file
-    that grows, or one whose stat() size is 0 (/proc), still reads at most
-    `limit` + 1 bytes.
+    """The bytes of `path`, which must be a regular file of at most `limit` bytes
+    (``redsim.fileio.read_bounded``: a FIFO or a device is refused before it is
+    opened, and at most `limit` + 1 bytes are read whatever the file does).
 
     Args:
         path: the file.
@@ -222,34 +203,12 @@ def read_regular_file(
     Raises:
         ScenarioError: naming the file, saying what was expected and what was found.
     """
-    name = os.fspath(path)
-
-    def fail(expected: str, found: str) -> ScenarioError:
-        return ScenarioError(file=str(name), expected=expected, found=found)
-
     try:
-        st = os.stat(name)  # stat, not open: opening a FIFO blocks
-    except OSError as exc:
-        raise fail(f"a readable {what}", exc.strerror or type(exc).__name__) from None
-    if not stat.S_ISREG(st.st_mode):
-        raise fail(f"a regular file ({what})", _file_kind(st.st_mode))
-    if st.st_size > limit:
-        raise fail(f"a {what} of at most {_mb(limit)}", f"{st.st_size:,} bytes")
-    try:
-        # O_NONBLOCK: should the path have been replaced by a FIFO since stat(),
-        # open() returns at once instead of waiting for a writer; fstat() sees it.
-        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
-        fd = os.open(name, flags)
-        with os.fdopen(fd, "rb") as f:
-            mode = os.fstat(f.fileno()).st_mode
-            if not stat.S_ISREG(mode):
-                raise fail(f"a regular file ({what})", _file_kind(mode))
-            raw = f.read(limit + 1)
-    except OSError as exc:
-        raise fail(f"a readable {what}", exc.strerror or type(exc).__name__) from None
-    if len(raw) > limit:
-        raise fail(f"a {what} of at most {_mb(limit)}", "more (it grew while read)")
-    return raw
+        return read_bounded(path, limit)
+    except RefusedFile as exc:
+        expected = {UNREADABLE: f"a readable {what}", IRREGULAR: f"a regular file ({what})",
+                    TOO_LARGE: f"a {what} of at most {_mb(limit)}"}[exc.reason]
+        raise ScenarioError(file=os.fspath(path), expected=expected, found=exc.found) from None
 
 
 class UnmodelledDirectiveWarning(UserWarning):

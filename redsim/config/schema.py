@@ -14,6 +14,7 @@ them into a `ScenarioError` naming the file, line and field path.
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Callable
 from functools import partial
@@ -44,6 +45,7 @@ from redsim.config.units import (
     parse_rate,
     parse_size,
 )
+from redsim.fileio import IRREGULAR, TOO_LARGE, UNREADABLE, RefusedFile, open_regular
 from redsim.model.commands import COMMANDS, EFFECT_WRITE
 from redsim.model.disk import PRESETS as DISK_PRESETS
 from redsim.model.fork import FORK_PRESETS
@@ -630,26 +632,13 @@ def _sample_file(path: Any, parse: Callable[[Any], float], unit: str) -> list[fl
     if not isinstance(path, str) or not path.strip():
         raise BadValue("the path of a samples file (one value per line)", show(path),
                        field=("samples",))
-    import os
-    import stat
-
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        raise BadValue("a readable samples file", f"{show_path(path)} ({exc.strerror})",
-                       field=("samples",)) from None
-    if not stat.S_ISREG(st.st_mode):
-        raise BadValue("a regular file of samples", f"{show_path(path)} (not a regular file)",
-                       field=("samples",))
-    if st.st_size > MAX_SAMPLE_FILE:
-        raise BadValue(f"a samples file of at most {MAX_SAMPLE_FILE >> 20} MB",
-                       f"{show_path(path)} ({st.st_size >> 20} MB)", field=("samples",))
     expected = (f"one value ≥ 0 per line of {path} (in {unit}, or with a unit like "
                 f"{'1.2ms' if unit == 's' else '4kb'})")
     values: list[float] = []
     first = True
     try:
-        with open(path, encoding="utf-8") as f:
+        with open_regular(path, MAX_SAMPLE_FILE) as raw, \
+                io.TextIOWrapper(raw, encoding="utf-8") as f:
             for n, line in enumerate(f, 1):
                 text = line.split("#", 1)[0].strip()
                 if not text:
@@ -672,6 +661,13 @@ def _sample_file(path: Any, parse: Callable[[Any], float], unit: str) -> list[fl
                 if len(values) > MAX_SAMPLES:
                     raise BadValue(f"at most {MAX_SAMPLES:,} samples in {path}",
                                    f"more (line {n})", field=("samples",))
+    except RefusedFile as exc:  # a FIFO or a device is refused before it is opened
+        expected, why = {
+            UNREADABLE: ("a readable samples file", exc.found),
+            IRREGULAR: ("a regular file of samples", f"{exc.found}: not a regular file"),
+            TOO_LARGE: (f"a samples file of at most {MAX_SAMPLE_FILE >> 20} MB", exc.found),
+        }[exc.reason]
+        raise BadValue(expected, f"{show_path(path)} ({why})", field=("samples",)) from None
     except UnicodeDecodeError:
         raise BadValue(f"a text file of samples (UTF-8) in {path}", "binary data",
                        field=("samples",)) from None

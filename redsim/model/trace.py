@@ -26,12 +26,12 @@ import math
 import os
 import re
 import shlex
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from redsim.fileio import IRREGULAR, TOO_LARGE, UNREADABLE, RefusedFile, read_bounded
 from redsim.model.commands import (
     COMMAND_IDS,
     COMMANDS,
@@ -129,45 +129,16 @@ def _reply_size(name: str, args: list[bytes]) -> int:
     return 4  # an integer reply such as :1\r\n
 
 
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a regular file"
-
-
 def _read_trace_text(path: Path) -> str:
-    """The text of a trace file: a regular file of at most MAX_TRACE_BYTES.
-
-    Checked with stat() before opening, as opening a FIFO blocks until a writer
-    comes and a device such as /dev/zero never ends; at most MAX_TRACE_BYTES + 1
-    bytes are read whatever stat() said.
-    """
+    """The text of a trace file: a regular file of at most MAX_TRACE_BYTES
+    (``redsim.fileio.read_bounded``: a FIFO or a device such as /dev/zero is
+    refused before it is opened)."""
     try:
-        st = os.stat(path)
-    except OSError as e:
-        raise TraceError(path, "a readable trace file", e.strerror or type(e).__name__) \
-            from None
-    if not stat.S_ISREG(st.st_mode):
-        raise TraceError(path, "a regular trace file", _kind(st.st_mode))
-    limit_text = f"a trace file of at most {MAX_TRACE_BYTES >> 20} MB"
-    if st.st_size > MAX_TRACE_BYTES:
-        raise TraceError(path, limit_text, f"{st.st_size:,} bytes")
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as f:
-            mode = os.fstat(f.fileno()).st_mode
-            if not stat.S_ISREG(mode):  # replaced since stat()
-                raise TraceError(path, "a regular trace file", _kind(mode))
-            raw = f.read(MAX_TRACE_BYTES + 1)
-    except OSError as e:
-        raise TraceError(path, "a readable trace file", e.strerror or type(e).__name__) \
-            from None
-    if len(raw) > MAX_TRACE_BYTES:
-        raise TraceError(path, limit_text, "more (it grew while read)")
+        raw = read_bounded(path, MAX_TRACE_BYTES)
+    except RefusedFile as exc:
+        expected = {UNREADABLE: "a readable trace file", IRREGULAR: "a regular trace file",
+                    TOO_LARGE: f"a trace file of at most {MAX_TRACE_BYTES >> 20} MB"}[exc.reason]
+        raise TraceError(path, expected, exc.found) from None
     return raw.decode("utf-8", errors="replace")
 
 
