@@ -92,44 +92,31 @@ def _load(args) -> object:
     overrides = list(args.set or [])
     if getattr(args, "duration", None):
         overrides.append(f"duration={args.duration}")
-    return _one_line_warnings(lambda: load_scenario(
-        args.scenario, overrides=overrides, calibration=getattr(args, "calibration", None)))
-
-
-def _one_line_warnings(fn):
-    """Call `fn`, showing the unmodelled-directive warning it raises as one
-    ``redsim: warning:`` line on stderr (Python's format adds the source line)."""
-    import warnings
-
     from redsim.config.errors import UnmodelledDirectiveWarning
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", UnmodelledDirectiveWarning)
-        value = fn()
-    for w in caught:
-        if issubclass(w.category, UnmodelledDirectiveWarning):
-            print(f"redsim: warning: {w.message}", file=sys.stderr)
-        else:  # not ours: shown as it would have been
-            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
-    return value
+    with _one_line_warnings(UnmodelledDirectiveWarning):
+        return load_scenario(args.scenario, overrides=overrides,
+                             calibration=getattr(args, "calibration", None))
 
 
-def _save_run(result, out: Path, plots: bool) -> None:
-    """Write the run folder. A figure that could not be drawn costs only itself: the
-    data files are written regardless and the figure is named on one
-    ``redsim: warning:`` line on stderr (not Python's two-line warning format)."""
-    import warnings
-
-    from redsim.result import FigureWarning
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", FigureWarning)
-        result.save(out, plots=plots)
-    for w in caught:
-        if issubclass(w.category, FigureWarning):
-            print(f"redsim: warning: {w.message}", file=sys.stderr)
-        else:  # not ours: shown as it would have been
-            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+@contextlib.contextmanager
+def _one_line_warnings(*categories: type[Warning]) -> Iterator[None]:
+    """While the block runs, warnings of ``categories`` (an unmodelled directive, a
+    figure that could not be drawn) are held; then each is one ``redsim:
+    warning:`` line on stderr, not Python's two-line format with a source
+    excerpt. Other warnings are shown as they would have been."""
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            for category in categories:
+                warnings.simplefilter("always", category)
+            yield
+    finally:
+        for w in caught:
+            if issubclass(w.category, categories):
+                print(f"redsim: warning: {w.message}", file=sys.stderr)
+            else:  # not ours: shown as it would have been
+                warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
 def cmd_run(args) -> int:
@@ -152,7 +139,10 @@ def cmd_run(args) -> int:
     t2 = time.perf_counter()
     out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}-seed{seed}"
     print(summary_table(result.summary))  # before the folder: nothing in saving it can lose this
-    _save_run(result, out, plots=not args.no_plots)
+    from redsim.result import FigureWarning
+
+    with _one_line_warnings(FigureWarning):  # a figure that fails costs only itself
+        result.save(out, plots=not args.no_plots)
     if result.summary.get("eviction_calls_over_limit", 0) > 0:
         from redsim.analysis.phases import format_table
 
@@ -298,27 +288,6 @@ DEFAULT_MAX_POINTS = 10_000
 repeated so that ``redsim --help`` imports nothing heavy (a test keeps them equal)."""
 
 
-@contextlib.contextmanager
-def _one_line_figure_warnings() -> Iterator[None]:
-    """While a sweep runs, a figure that could not be drawn is one line on stderr
-    (``redsim: warning: figure ... not written: ...``), not Python's two-line
-    warning with a source excerpt; other warnings keep their usual form."""
-    from redsim.sweep.runner import FigureWarning
-
-    saved = warnings.formatwarning
-
-    def fmt(message, category, filename, lineno, line=None) -> str:
-        if issubclass(category, FigureWarning):
-            return f"redsim: warning: {message}\n"
-        return saved(message, category, filename, lineno, line)
-
-    warnings.formatwarning = fmt
-    try:
-        yield
-    finally:
-        warnings.formatwarning = saved
-
-
 class _UsageError(Exception):
     pass
 
@@ -332,6 +301,7 @@ def _interrupted(out: Path) -> int:
 
 
 def cmd_sweep(args) -> int:
+    from redsim.result import FigureWarning
     from redsim.sweep.grid import expand
     from redsim.sweep.runner import run_sweep
 
@@ -347,7 +317,7 @@ def cmd_sweep(args) -> int:
         return 0
     t0 = time.perf_counter()
     try:
-        with _one_line_figure_warnings():
+        with _one_line_warnings(FigureWarning):
             res = run_sweep(spec, out, **opts)
     except KeyboardInterrupt:
         return _interrupted(out)
@@ -369,6 +339,7 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_frontier(args) -> int:
+    from redsim.result import FigureWarning
     from redsim.sweep.frontier import find_frontier
 
     spec, out, opts = _sweep_setup(args)
@@ -376,7 +347,7 @@ def cmd_frontier(args) -> int:
         out = Path("sweeps") / f"{spec.name}-frontier"
     t0 = time.perf_counter()
     try:
-        with _one_line_figure_warnings():
+        with _one_line_warnings(FigureWarning):
             res = find_frontier(spec, out, **opts)
     except KeyboardInterrupt:
         return _interrupted(out)
