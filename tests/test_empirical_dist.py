@@ -16,7 +16,6 @@ from redsim.config.loader import resolve_distribution_files
 from redsim.config.schema import DurationDist, SizeDist
 from redsim.model import disk, preload
 from redsim.model import state as S
-from redsim.model.build import build_world
 from redsim.model.rng import draw, peek_uniform
 from tests.engine_helpers import ZERO_OVERHEAD, tiny_world
 
@@ -244,12 +243,8 @@ def test_mistakes_name_the_field(tmp_path, spec, where, expected):
 # --- the kernel's draws -------------------------------------------------------------
 
 
-def _world(**scenario):
-    return build_world(load_scenario({"duration": 1, **scenario}), 1)
-
-
 def test_the_kernels_fsync_draws_follow_the_table():
-    w, _, _ = _world(disk={"fsync": {"distribution": "empirical", "quantiles": QUANTILES}})
+    w, _ = tiny_world({"disk": {"fsync": {"distribution": "empirical", "quantiles": QUANTILES}}})
     assert w.I[S.DISK_KIND] == S.DIST_EMPIRICAL
     d = _emp(DurationDist, quantiles=QUANTILES)
     n = 20_000
