@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from redsim.calibrate import fragment, measure
+from redsim.calibrate import fragment, measure, replay
 from redsim.live import load
 from redsim.live.server import RedisServer
 
@@ -114,7 +114,9 @@ def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[s
     csv_path: Path | None = None
     try:
         if "cpu" in parts:
-            ms += measure.measure_cpu(t, list(commands), reps=reps)
+            ms += measure.measure_cpu(t, list(commands), reps=reps,
+                                      model_version=replay.model_version_of(
+                                          str(info.get("redis_version", ""))))
         if "memory" in parts:
             ms += measure.measure_key_memory(t)
             quantum = _allocator_quantum(t)

@@ -30,6 +30,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+READ_SHARE = 0.4
+"""Share of the per-request I/O cost given to ``read`` (the rest to ``write``).
+
+CPU time alone cannot tell the read from the reply write (both happen once per
+request batch); on loopback a reply ``write()`` also runs the receiver's TCP
+input path, so it is the larger. The split matters only for loads whose reads
+and writes are not one-to-one (big replies, partial reads)."""
+
 
 @dataclass(frozen=True)
 class CpuPoint:
@@ -94,6 +102,13 @@ def fit_request_costs(points: Sequence[CpuPoint]) -> RequestCosts:
     return RequestCosts(io_us=float(coef[0]), command_us=float(coef[1]),
                         wake_us=float(coef[2]) if with_wake else math.nan,
                         max_rel_residual=resid)
+
+
+def relative_residual(fit: RequestCosts, point: CpuPoint) -> float:
+    """(measured − fitted) / fitted at ``point``: how far a load the fit did not
+    see lies from it (an unknown sleep count counts as none)."""
+    pred = fit.predict(point.pipeline, point.sleeps_per_request or 0.0)
+    return point.us_per_request / pred - 1 if pred else math.inf
 
 
 def command_cost(us_per_request: float, pipeline: int, io_us: float,

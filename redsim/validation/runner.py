@@ -3,7 +3,8 @@
 ``validate()`` starts a throw-away ``redis-server`` (Debian's 7.0 package, or
 ``$REDSIM_REDIS_SERVER``), optionally calibrates the model on it
 (``redsim calibrate``), and for each experiment: measures the real figure
-``reps`` times, writes the row's tolerance down (``max(floor, 3 × CV)`` of the
+``reps`` times (an experiment that ``bracket``s the calibration once before
+it and the rest after), writes the row's tolerance down (``max(floor, 3 × CV)`` of the
 real repetitions), runs the model, and judges ``|model / real − 1| ≤
 tolerance``. The table (CSV and Markdown) and one figure per experiment go to
 the output folder; the table is written after every row, so a failure part-way
@@ -23,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from redsim.live.server import RedisServer
-from redsim.validation.experiments import EXPERIMENTS, Experiment
+from redsim.validation.experiments import EXPERIMENTS, Experiment, Real
 from redsim.validation.lab import Lab, mean_cv
 
 
@@ -90,9 +91,18 @@ def _figure(exp: Experiment, row: Row, values: list[float], out: Path) -> None:
     plt.close(fig)
 
 
-def run_experiment(lab: Lab, exp: Experiment) -> tuple[Row, list[float]]:
-    """Measure, set the tolerance, model, judge."""
-    real = exp.real(lab)
+def run_experiment(lab: Lab, exp: Experiment, before: Real | None = None
+                   ) -> tuple[Row, list[float]]:
+    """Measure (the rest of the repetitions, after ``before``), set the
+    tolerance, model, judge."""
+    if before is None:
+        real = exp.real(lab)
+    else:
+        full, lab.reps = lab.reps, max(lab.reps - len(before.values), 1)
+        try:
+            real = Real.combine([before, exp.real(lab)])
+        finally:
+            lab.reps = full
     mean, cv = mean_cv(real.values)
     tolerance = max(exp.floor, 3 * cv)  # written down before the model runs
     model = float(exp.model(lab, real))
@@ -122,6 +132,21 @@ def validate(out: Path, *, quick: bool = False, calibrate: bool = True,
         version = server.version()
         say(f"redis-server {version} on 127.0.0.1:{server.port} (pid {server.pid}); "
             f"{len(chosen)} experiment(s)")
+        lab = Lab(server, None, ".".join(version.split(".")[:2]), quick=quick)
+        before: dict[str, Real] = {}
+        early = [e for e in chosen if e.bracket]
+        if early:
+            say(f"one repetition of {', '.join(e.name for e in early)} before the "
+                "calibration (the others after it: the host drifts)")
+            lab.reps = 1
+            try:
+                for exp in early:
+                    try:
+                        before[exp.name] = exp.real(lab)
+                    except Exception:  # noqa: BLE001 - measured again after, reported there
+                        traceback.print_exc()
+            finally:
+                lab.reps = Lab.reps
         cal = None
         if calibrate:
             from redsim.calibrate import calibrate as run_calibration
@@ -132,13 +157,13 @@ def validate(out: Path, *, quick: bool = False, calibrate: bool = True,
                             parts=("cpu", "memory") if quick else
                             ("cpu", "memory", "eviction", "disk", "fork"),
                             reps=2 if quick else 3, say=lambda m: say("  " + m))
-        lab = Lab(server, cal, ".".join(version.split(".")[:2]), quick=quick)
+        lab.calibration = cal
         header = (f"Redis {version} (Debian package), {'calibrated on it' if cal else 'defaults'}"
                   f", {_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d}")
         for exp in chosen:
             say(f"{exp.name}: {exp.title}")
             try:
-                row, values = run_experiment(lab, exp)
+                row, values = run_experiment(lab, exp, before.get(exp.name))
             except Exception as exc:  # noqa: BLE001 - a broken row is reported, not fatal
                 traceback.print_exc()
                 row, values = Row(exp.name, exp.title, exp.unit, math.nan, math.nan, 0,

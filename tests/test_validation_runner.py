@@ -1,0 +1,50 @@
+"""The validation runner's bookkeeping, without a server: how repetitions taken
+before and after the calibration combine, and how a row is judged."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from redsim.validation.experiments import Experiment, Real
+from redsim.validation.runner import run_experiment
+
+
+def test_repetitions_from_two_moments_combine():
+    # Rates weighted by repetitions: (60k x 1 + 90k x 2) / 3 = 80k.
+    r = Real.combine([Real([9.0], {"rate": 60e3}), Real([10.0, 11.0], {"rate": 90e3})])
+    assert r.values == [9.0, 10.0, 11.0]
+    assert r.detail["rate"] == pytest.approx(80e3)
+
+
+def _exp(values_after):
+    seen = {}
+
+    def real(lab):
+        seen["reps"] = lab.reps
+        return Real(values_after[:lab.reps], {"rate": 1.0})
+
+    def model(lab, real):
+        seen["real"] = real
+        return 10.0
+
+    return Experiment("x", "x", "us", 0.20, "test", True, real, model, bracket=True), seen
+
+
+def test_a_bracketing_row_measures_the_rest_after_and_judges_on_all():
+    exp, seen = _exp([10.0, 14.0, 99.0])
+    lab = SimpleNamespace(reps=3)
+    row, values = run_experiment(lab, exp, Real([6.0], {"rate": 1.0}))
+    assert seen["reps"] == 2 and lab.reps == 3  # two after, and the lab is put back
+    assert values == [6.0, 10.0, 14.0] and seen["real"].values == values
+    # mean 10, sample sd 4: CV 40 %, so the tolerance is 3 x 40 % = 120 % (> floor)
+    assert row.real == pytest.approx(10.0)
+    assert row.tolerance == pytest.approx(1.2)
+    assert row.verdict == "pass" and row.error == pytest.approx(0.0)
+
+
+def test_back_to_back_repetitions_keep_the_floor():
+    exp, _ = _exp([10.0, 10.1, 9.9])
+    row, _ = run_experiment(SimpleNamespace(reps=3), exp)
+    assert row.tolerance == 0.20  # CV 1 %: 3 x CV = 3 % < the 20 % floor
