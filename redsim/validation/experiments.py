@@ -187,16 +187,29 @@ def _keys_model(size: int) -> Callable[[Lab, Real], float]:
     return model
 
 
+CLUMPED_ARRIVALS = (
+    "redis-benchmark's one thread sends its requests in clumps (a batch of replies "
+    "read, a batch of requests written), so the real server sleeps ~0.13 times per "
+    "SET at ~77 % busy; the model's stand-in, 50 independent clients, ~0.25. The "
+    "calibration absorbs that at its own rate, but when the client's rate moves "
+    "before this row (the host drifts) the model's CPU per SET moves with its "
+    "sleeps (13.3 us at 50K SET/s, 9.6 at 80K, 7.5 at 110K) more than the server's")
+"""Why a 50-connection P = 1 or P = 4 row can miss (measured 2026-11-24: real
+sleeps per SET 0.08-0.19 at 74-91K SET/s over 21 loads of 1-50 connections;
+the model at the validation's calibration, 50K-110K SET/s)."""
+
 EXPERIMENTS: list[Experiment] = [
     Experiment("cpu_p1", "main-thread CPU per SET, 50 connections, pipeline 1", "us", 0.20,
                "the issue's bound for the calibrated defaults", True,
-               _cpu_real(50, 1, 100_000), _cpu_model(50, 1), bracket=True),
+               _cpu_real(50, 1, 100_000), _cpu_model(50, 1), bracket=True,
+               known_gap=CLUMPED_ARRIVALS),
     Experiment("cpu_p16", "main-thread CPU per SET, 50 connections, pipeline 16", "us", 0.20,
                "the issue's bound for the calibrated defaults", True,
                _cpu_real(50, 16, 600_000), _cpu_model(50, 16, saturate=True), bracket=True),
     Experiment("cpu_p4", "main-thread CPU per SET, 50 connections, pipeline 4 (not fitted)",
                "us", 0.20, "as P1/P16: a point between the fitted ones", True,
-               _cpu_real(50, 4, 300_000), _cpu_model(50, 4), bracket=True),
+               _cpu_real(50, 4, 300_000), _cpu_model(50, 4), bracket=True,
+               known_gap=CLUMPED_ARRIVALS),
     Experiment("cpu_c1", "main-thread CPU per SET, 1 connection, pipeline 1 (sleeping poll)",
                "us", 0.20, "as P1/P16", True,
                _cpu_real(1, 1, 20_000), _cpu_model(1, 1), bracket=True),
