@@ -10,7 +10,7 @@ import pytest
 from redsim import load_scenario
 from redsim.config.errors import ScenarioError
 from redsim.config.units import parse_bandwidth
-from redsim.model import disk
+from redsim.model import disk, presets
 from redsim.model import state as S
 from redsim.model.build import build_world
 
@@ -66,13 +66,13 @@ def test_redis_conf_directives_are_modelled() -> None:
     assert s.unmodelled == {}
 
 
-@pytest.mark.parametrize("name", sorted(disk.PRESETS))
+@pytest.mark.parametrize("name", sorted(presets.DISK_PRESETS))
 def test_disk_preset_draws_have_the_stated_median_and_spread(name) -> None:
     """Each preset's fdatasync draws are lognormal with the median and sigma its
     sources give. n = 4000 draws: the log of the sample median has standard
     error 1.2533 sigma / sqrt(n), the sample sd of the logs sigma / sqrt(2n);
     both are checked to 4 standard errors (seed fixed)."""
-    p = disk.PRESETS[name]
+    p = presets.DISK_PRESETS[name]
     assert p.source  # every preset says where its figures come from
     w, _, _ = build_world(load_scenario({"duration": 1, "disk": {"preset": name}}), 1)
     n = 4000

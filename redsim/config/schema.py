@@ -47,8 +47,7 @@ from redsim.config.units import (
 )
 from redsim.fileio import IRREGULAR, TOO_LARGE, UNREADABLE, RefusedFile, open_regular
 from redsim.model.commands import COMMANDS, EFFECT_WRITE
-from redsim.model.disk import PRESETS as DISK_PRESETS
-from redsim.model.fork import FORK_PRESETS
+from redsim.model.presets import DISK_PRESETS, FORK_PRESETS
 from redsim.model.state import EMP_MAX_POINTS
 
 # ---------------------------------------------------------------------------------
@@ -548,7 +547,7 @@ class Disk(_Model):
     """The disk under the AOF and RDB files (``model/disk.py``): a FIFO device."""
 
     preset: Annotated[str, _v(_choice(tuple(DISK_PRESETS)))] = "ssd"
-    """A device from ``redsim.model.disk.PRESETS``: nvme, nvme-consumer, ssd, cloud-disk,
+    """A device from ``redsim.model.presets.DISK_PRESETS``: nvme, nvme-consumer, ssd, cloud-disk,
     hdd (each with its sources)."""
     fsync: DurationDist | None = None
     """fdatasync latency of a small append, s; None = the preset's (lognormal)."""
@@ -567,7 +566,7 @@ class Host(_Model):
     commit 3917c80280c9: the huge mapping is split and 4 KB copied) or ``copy-huge``
     (older kernels: the whole 2 MB page, the seed S1 stall)."""
     fork: Annotated[str, _v(_choice(tuple(FORK_PRESETS)))] = "bare-metal"
-    """fork() cost preset (``redsim.model.fork.FORK_PRESETS``, from the Redis latency docs)."""
+    """fork() cost preset (``redsim.model.presets.FORK_PRESETS``, from the Redis latency docs)."""
     fork_per_gb: Annotated[float | None, _v(_optional(parse_duration))] = None
     """fork() time per GB of RSS mapped with 4 KB pages, s; None = the preset's."""
     fork_fixed: Seconds = 0.5e-3

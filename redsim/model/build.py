@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from redsim.model import disk, fork, latency, preload
+from redsim.model import disk, fork, latency, preload, presets
 from redsim.model import state as S
 from redsim.model.call import zipf_cdf
 from redsim.model.commands import _TABLE, COMMAND_IDS, DEFAULT_COUNT
@@ -167,7 +167,7 @@ def _persistence(scenario, seed: int, F: np.ndarray, I: np.ndarray,
     F[S.AOF_BG_END] = 0.0
     F[S.C_AOF_WRITE] = cpu.aof_write * US * cpu.scale
     F[S.C_AOF_WRITE_B] = cpu.aof_write_per_byte * US * cpu.scale
-    preset = disk.PRESETS[d.preset]
+    preset = presets.DISK_PRESETS[d.preset]
     if d.fsync is None:
         kind, mean, lo, hi, sig = (S.DIST_LOGNORMAL, preset.fsync_mean_s, 0.0, math.inf,
                                    preset.fsync_sigma)
@@ -178,7 +178,7 @@ def _persistence(scenario, seed: int, F: np.ndarray, I: np.ndarray,
     F[S.DISK_BW] = d.write_bandwidth or preset.write_bandwidth
     I[S.DISK_RNG1], I[S.DISK_RNG2] = disk.disk_seeds(seed)
     per_gb = host.fork_per_gb if host.fork_per_gb is not None else (
-        fork.FORK_PRESETS[host.fork].ms_per_gb * 1e-3)
+        presets.FORK_PRESETS[host.fork].ms_per_gb * 1e-3)
     I[S.HEAP_HUGE] = 1 if heap_huge(scenario) else 0
     F[S.FORK_FIXED] = host.fork_fixed
     F[S.FORK_PER_BYTE] = per_gb / 2**30

@@ -37,6 +37,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# The wire's constants (src/server.h), here so that readers of traces and
+# scenarios need not load the kernel; ``protocol.py`` computes with them.
+INFO_REPLY_BYTES = 4000  # a default `INFO` reply is ~4 KB of text
+PROTO_IOBUF_LEN = 16384  # bytes per read() (src/server.h)
+PROTO_MBULK_BIG_ARG = 32768  # bulk arguments this long get their own reads (src/server.h)
+
 # Request/reply shapes: how argc and reply size follow from a command's parameters.
 # k = keys (or members/values) per command, n = count (elements returned/visited),
 # K = key size in bytes, V = value size in bytes.

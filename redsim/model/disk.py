@@ -25,13 +25,12 @@ The ``fdatasync`` latency draws come from a generator of the disk's own
 (two integer scalars, as the keyspace's), so a disk's randomness never shifts
 the clients' streams.
 
-Presets (``disk.preset``) and their sources are in ``PRESETS``.
+Presets (``disk.preset``) and their sources are in ``presets.DISK_PRESETS``.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -62,78 +61,6 @@ from redsim.model.state import (
 
 _M1, _A1 = 2147483563, 40014  # L'Ecuyer's generator, as rng.server_uniform
 _M2, _A2 = 2147483399, 40692
-
-
-@dataclass(frozen=True)
-class DiskPreset:
-    """A device: fdatasync latency (lognormal: median, sigma of the log) and bandwidth.
-
-    The latency of one ``fdatasync`` after a small append is lognormal: the
-    published figures are medians or averages of a run of fsyncs and a
-    spread between drives and runs, which a median and a p10-p90 width
-    describe (sigma = ln(p90 / p10) / 2.563).
-
-    Attributes:
-        fsync_median_s: median fdatasync latency of a small append, s.
-        fsync_sigma: lognormal shape (standard deviation of the log).
-        write_bandwidth: sequential write bandwidth, bytes/s.
-        source: where the figures come from.
-    """
-
-    fsync_median_s: float
-    fsync_sigma: float
-    write_bandwidth: float
-    source: str
-
-    @property
-    def fsync_mean_s(self) -> float:
-        """Mean fdatasync latency, s (lognormal: median x exp(sigma^2 / 2))."""
-        return self.fsync_median_s * math.exp(0.5 * self.fsync_sigma ** 2)
-
-
-MB = 1000 * 1000
-MIB = 1024 * 1024
-PRESETS: dict[str, DiskPreset] = {
-    "nvme": DiskPreset(
-        0.1e-3, 0.9, 2000 * MB,
-        "datacenter NVMe with power-loss protection (the drive acknowledges a "
-        "flush from its protected cache). Measured fsync averages span 25 µs "
-        "(Samsung PM983 / Kingston DC1500M RAID1) to 0.49 ms (Intel P3520) in "
-        "centminmod's sysbench fsync runs (github.com/centminmod/centminmod-sysbench, "
-        "scripts/fsync.py.md); Percona measured ~7,300 fsync/s (0.14 ms) on an "
-        "Intel P3700 (percona.com/blog/2019/09/19/update-on-fsync-performance). "
-        "Median 0.1 ms is an estimate across these; sigma 0.9 covers the 25 µs-"
-        "0.5 ms spread. ~2 GB/s sequential writes (PCIe 3 x4 datacenter drives)"),
-    "nvme-consumer": DiskPreset(
-        1.5e-3, 0.7, 2000 * MB,
-        "consumer NVMe without power-loss protection: every flush goes to NAND. "
-        "Samsung 990 Pro fdatasync 1.64 ms in pg_test_fsync "
-        "(tanelpoder.com/posts/using-pg-test-fsync-for-testing-low-latency-writes); "
-        "Samsung 960 Pro ~3.5 ms (Percona, 'Why Consumer SSD Reviews are Useless "
-        "for Database Performance Use Case', 2018); sigma 0.7 spans ~0.6-3.7 ms"),
-    "ssd": DiskPreset(
-        1.5e-3, 0.47, 500 * MB,
-        "SATA SSD without power-loss protection: fsync averages 2.26 ms "
-        "(Samsung 850 Pro) and 1.53 ms (Micron 1100) in centminmod's sysbench "
-        "fsync runs; sigma 0.47 spans ~0.8-2.7 ms; SATA III caps sequential "
-        "writes near 530 MB/s (Samsung 870 EVO, Tom's Hardware review)"),
-    "cloud-disk": DiskPreset(
-        0.8e-3, 0.5, 125 * MIB,
-        "network block storage (AWS EBS gp3, GCP pd-ssd): fio fdatasync p50 "
-        "0.78 ms, p90 2.18 ms (IBM Cloud block storage, etcd's fio test); gp3 "
-        "fio fdatasync average 0.70 ms, gp2 1.42 ms with p99 2.67 ms; AWS "
-        "documents 'single-digit millisecond' latency and etcd asks for p99 "
-        "< 10 ms. gp3's baseline throughput is 125 MiB/s"),
-    "hdd": DiskPreset(
-        12.0e-3, 0.44, 180 * MB,
-        "7200 rpm disk: one revolution is 8.33 ms, the average rotational wait "
-        "4.16 ms and a write seek 8.2 ms (WD Ultrastar HC310 datasheet); an "
-        "fdatasync of a growing file also commits the ext4 journal (1-3 "
-        "revolutions), and Greg Smith (PostgreSQL 9.0 High Performance) gives "
-        "<= 120 commits/s for 7200 rpm. Median 12 ms is an estimate from these; "
-        "sigma 0.44 spans ~7-21 ms; ~180 MB/s sequential (outer tracks)"),
-}
-"""Disk presets by name (``disk.preset``)."""
 
 
 def disk_seeds(seed: int) -> tuple[int, int]:

@@ -59,7 +59,6 @@ heap stays mapped with 2 MB entries for the next fork's page-table copy
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from redsim.model import aof, disk, latency
 from redsim.model.cow import cow_bytes
@@ -125,32 +124,6 @@ AUTOSYNC_7 = 4 * 1024 * 1024  # ... 7.x
 RDB_KEY_OVERHEAD = 3  # type byte and two length prefixes per string key (rdbSaveKeyValuePair)
 RDB_EXPIRE_BYTES = 9  # RDB_OPCODE_EXPIRETIME_MS + 8-byte ms
 RDB_INT_BYTES = 5  # an integer value's encoding, at most
-
-
-@dataclass(frozen=True)
-class ForkPreset:
-    """A host's ``fork()`` cost: ms per GB of RSS mapped with 4 KB pages."""
-
-    ms_per_gb: float
-    source: str
-
-
-FORK_PRESETS: dict[str, ForkPreset] = {
-    "bare-metal": ForkPreset(14.0, "antirez's bare-metal measurement (gist 372356): 1 GB 16 ms, "
-                                   "5 GB 72 ms, 10 GB 128 ms (11-16 ms/GB)"),
-    "xeon": ForkPreset(9.0, "redis latency docs: Linux physical machine, Xeon @ 2.27 GHz, "
-                            "6.9 GB in 62 ms"),
-    "vmware": ForkPreset(12.8, "redis latency docs: Linux beefy VM on VMware, 6.0 GB in 77 ms"),
-    "kvm": ForkPreset(23.3, "redis latency docs: Linux VM on 6sync (KVM), 360 MB in 8.2 ms"),
-    "ec2-hvm": ForkPreset(10.0, "redis latency docs: EC2 new instance types (Xen HVM), "
-                                "1 GB in 10 ms"),
-    "ec2-xen": ForkPreset(239.3, "redis latency docs: EC2 old instance types (Xen PV), "
-                                 "6.1 GB in 1460 ms"),
-    "linode-xen": ForkPreset(424.0, "redis latency docs: Linode (Xen), 0.9 GB in 382 ms"),
-    "cloud-vm": ForkPreset(22.0, "reference §5.4: Redis 7.0.15 on a 2-vCPU AMD EPYC cloud VM, "
-                                 "1.06 GB RSS forked in 20.3-25.6 ms"),
-}
-"""fork() cost presets by name (``host.fork``)."""
 
 
 # ---- fork and the child ---------------------------------------------------------------

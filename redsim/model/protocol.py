@@ -13,7 +13,10 @@ simulator needs these sizes; they follow the RESP2 encoding
 
 from __future__ import annotations
 
-from redsim.model.commands import (
+from redsim.model.commands import (  # noqa: F401 - protocol.PROTO_*: the wire's constants
+    INFO_REPLY_BYTES,
+    PROTO_IOBUF_LEN,
+    PROTO_MBULK_BIG_ARG,
     SHAPE_INFO,
     SHAPE_KEY,
     SHAPE_KEY_ARRAY,
@@ -29,10 +32,6 @@ from redsim.model.commands import (
     SHAPE_SIMPLE,
 )
 from redsim.model.jit import step
-
-INFO_REPLY_BYTES = 4000  # a default `INFO` reply is ~4 KB of text
-PROTO_IOBUF_LEN = 16384  # bytes per read() (src/server.h)
-PROTO_MBULK_BIG_ARG = 32768  # bulk arguments this long get their own reads (src/server.h)
 
 
 @step

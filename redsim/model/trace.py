@@ -35,12 +35,12 @@ from redsim.fileio import IRREGULAR, TOO_LARGE, UNREADABLE, RefusedFile, read_bo
 from redsim.model.commands import (
     COMMAND_IDS,
     COMMANDS,
+    PROTO_MBULK_BIG_ARG,
     SHAPE_KEY,
     SHAPE_KEY_ARRAY,
     SHAPE_MULTI_GET,
     SHAPE_SCAN,
 )
-from redsim.model.protocol import PROTO_MBULK_BIG_ARG
 
 MAX_TRACE_BYTES = 64 * 1024 * 1024
 """Largest trace file read, bytes. Parsing holds about 400 bytes of Python objects
