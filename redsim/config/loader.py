@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from redsim.config.directives import ANSWER_CHANGING, MODELLED_DIRECTIVES
+from redsim.config.directives import ANSWER_CHANGING, MODELLED_DIRECTIVES, NOT_YET_MODELLED
 from redsim.config.errors import (
     BadValue,
     ScenarioError,
@@ -689,6 +689,7 @@ def load_scenario(
     _check_traces(scenario, written, ctx)
     if scenario.server.unmodelled:
         _warn_unmodelled(scenario, file)
+    _warn_not_yet_modelled(scenario, file)
     return scenario
 
 
@@ -731,6 +732,35 @@ def _warn_unmodelled(scenario: Scenario, file: str | None) -> None:
     if not changing and not differing:
         text += ", all at Redis's defaults"
     text += " (`redsim validate --verbose` lists them)"
+    warnings.warn(text, UnmodelledDirectiveWarning, stacklevel=3)
+
+
+def not_yet_modelled(server: Any) -> dict[str, str]:
+    """The ``NOT_YET_MODELLED`` directives a scenario sets to another value than
+    Redis's default: {directive: what the model does instead}."""
+    out = {}
+    for name, instead in NOT_YET_MODELLED.items():
+        attr = name.replace("-", "_")
+        if getattr(server, attr) != type(server).model_fields[attr].get_default(
+                call_default_factory=True):
+            out[name] = instead
+    return out
+
+
+def _warn_not_yet_modelled(scenario: Scenario, file: str | None) -> None:
+    """One UnmodelledDirectiveWarning per file per process naming the checked but
+    not yet modelled directives it sets, and what the model does instead."""
+    found = not_yet_modelled(scenario.server)
+    if not found:
+        return
+    source = scenario.redis_conf or file
+    key = ("not-yet", source, tuple(sorted(found)))
+    if key in _WARNED:
+        return
+    _WARNED.add(key)  # type: ignore[arg-type]
+    text = (f"{source or 'scenario'}: {', '.join(sorted(found))} "
+            f"{'is' if len(found) == 1 else 'are'} checked but not modelled yet, and change "
+            "nothing in this run: " + "; ".join(f"{n}: {t}" for n, t in sorted(found.items())))
     warnings.warn(text, UnmodelledDirectiveWarning, stacklevel=3)
 
 

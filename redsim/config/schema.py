@@ -301,7 +301,8 @@ class Server(_Model):
     maxclients: Annotated[int, _v(parse_int, minimum=1, maximum=2**32 - 1)] = 10000
     """Connection limit, clients (1..UINT_MAX, as Redis)."""
     timeout: Seconds = 0.0
-    """Idle client timeout, s; 0 = never."""
+    """Idle client timeout, s; 0 = never. Checked, not modelled yet (idle clients
+    are never closed; a value other than 0 warns)."""
     maxmemory: Bytes = 0
     """Memory limit, bytes; 0 = no limit; at most 1 TB (``MAX_MAXMEMORY``)."""
     maxmemory_policy: Annotated[EvictionPolicy, _literal(EvictionPolicy)] = "noeviction"
@@ -309,9 +310,15 @@ class Server(_Model):
     """Keys sampled per eviction round (Redis allows more; redsim caps at 64)."""
     maxmemory_eviction_tenacity: Annotated[int, _v(parse_int, minimum=0, maximum=100)] = 10
     lazyfree_lazy_eviction: Bool = False
+    """Free evicted keys on the lazyfree thread (``model/eviction.py``)."""
     lazyfree_lazy_expire: Bool = False
+    """Free expired keys on the lazyfree thread. Checked, not modelled yet (no
+    lazyfree thread; ``yes`` warns)."""
     lazyfree_lazy_server_del: Bool = False
+    """Free keys a command overwrites or deletes implicitly on the lazyfree
+    thread. Checked, not modelled yet (``yes`` warns)."""
     lazyfree_lazy_user_del: Bool = False
+    """DEL as UNLINK. Checked, not modelled yet (``yes`` warns)."""
     lfu_log_factor: Annotated[int, _v(parse_int, minimum=0, maximum=INT_MAX)] = 10
     lfu_decay_time: Annotated[int, _v(parse_int, minimum=0, maximum=INT_MAX)] = 1
     """Minutes per LFU counter decrement; 0 = never decay."""
@@ -338,12 +345,18 @@ class Server(_Model):
     )
     """RDB save points as (seconds, changes) pairs; [] = no snapshots."""
     io_threads: Annotated[int, _v(parse_int, minimum=1, maximum=128)] = 1
+    """Threads writing replies (and with ``io-threads-do-reads``, reading). Checked,
+    not modelled yet (the main thread does every read and write; more than 1 warns)."""
     client_query_buffer_limit: Annotated[int, _v(parse_size)] = 1024**3
-    """Per-client query buffer cap, bytes."""
+    """Per-client query buffer cap, bytes. Checked, not modelled yet (a query
+    buffer is never limited; another value than 1gb warns)."""
     proto_max_bulk_len: Annotated[int, _v(parse_size)] = 512 * 1024**2
-    """Largest bulk argument, bytes."""
+    """Largest bulk argument, bytes. Checked, not modelled yet (no argument is
+    refused for its length; another value than 512mb warns)."""
     maxmemory_clients: Bytes = 0
-    """Client-eviction limit, bytes (a "N%" of maxmemory is resolved to bytes); 0 = off."""
+    """Client-eviction limit, bytes (a "N%" of maxmemory is resolved to bytes); 0 = off.
+    Checked, not modelled yet (clients are never evicted for their memory; a value
+    other than 0 warns)."""
     latency_monitor_threshold: Annotated[int, _v(_whole_ms)] = 0
     """Latency monitor threshold, ms (a bare number is ms, as in Redis); 0 = off."""
     unmodelled: Annotated[dict[str, str], _v(parse_unmodelled)] = Field(default_factory=dict)
@@ -1247,6 +1260,15 @@ class Scenario(_Model):
         if self.sample_interval > self.duration:
             raise BadValue(f"a sample-interval ≤ the duration ({self.duration:g} s)",
                            f"{self.sample_interval:g} s", field=("sample-interval",))
+        # Statistics after the warm-up come from the sample windows that start at
+        # or after it (result.py); with none, a run has nothing to report.
+        dt = self.sample_interval
+        last_start = (math.ceil(self.duration / dt - 1e-9) - 1) * dt
+        if self.warmup > last_start + 1e-9:
+            raise BadValue(f"a warmup of at most {last_start:g} s: the statistics come from "
+                           f"the sample windows starting at or after it (0, {dt:g} s, ... "
+                           f"before the duration, {self.duration:g} s); or a shorter "
+                           "sample-interval", f"{self.warmup:g} s", field=("warmup",))
         samples = self.duration / self.sample_interval
         if samples > MAX_SAMPLES_PER_RUN:
             # The run keeps every sample in memory (~450 bytes each).

@@ -200,3 +200,39 @@ def aof_cron(w):
         disk.submit(w, F[T], I[AOF_UNSYNCED], False)
         I[AOF_UNSYNCED] = 0
         F[AOF_LAST_WRITEBACK] = F[T]
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def configure(b) -> None:
+    """``appendonly``, ``appendfsync``, the rewrite thresholds,
+    ``no-appendfsync-on-rewrite``, the AOF write's CPU cost, and the fsync records."""
+    import numpy as np
+
+    from redsim.model import state as S
+    from redsim.model.blueprint import US
+    from redsim.model.histogram import LOG2_BUCKETS
+
+    server, cpu = b.scenario.server, b.scenario.engine.cpu
+    b.I[S.AOF_ON] = 1 if server.appendonly else 0
+    b.I[S.AOF_POLICY] = {"always": S.FSYNC_ALWAYS, "everysec": S.FSYNC_EVERYSEC,
+                         "no": S.FSYNC_NO}[server.appendfsync]
+    b.I[S.AOF_RW_PERC] = server.auto_aof_rewrite_percentage
+    b.I[S.AOF_RW_MIN] = server.auto_aof_rewrite_min_size
+    b.I[S.NO_FSYNC_RW] = 1 if server.no_appendfsync_on_rewrite else 0
+    b.F[S.AOF_POSTPONE_START] = -1.0
+    b.F[S.AOF_LAST_FSYNC] = 0.0
+    b.F[S.AOF_BG_END] = 0.0
+    b.F[S.C_AOF_WRITE] = cpu.aof_write * US * cpu.scale
+    b.F[S.C_AOF_WRITE_B] = cpu.aof_write_per_byte * US * cpu.scale
+    b.fill("rc", fsync=np.zeros(LOG2_BUCKETS, np.int64))
+
+
+def start(w, b) -> None:
+    """The AOF the server started from holds the preloaded dataset (its base)."""
+    from redsim.model import state as S
+    from redsim.model.fork import dataset_rdb_bytes
+
+    if b.scenario.server.appendonly:
+        w.I[S.AOF_SIZE] = w.I[S.AOF_BASE] = dataset_rdb_bytes(w)

@@ -204,3 +204,34 @@ def call(w, c):
         feed(w, w.cn_next_bytes[c])
     return w.cn_next_scale[c] * (w.tb_cmd_fixed[cmd] + w.tb_cmd_per_byte[cmd] * moved
                                  + w.tb_cmd_per_elem[cmd] * elements(shape, k, n))
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def configure(b) -> None:
+    """The command table's costs (``commands._TABLE``, with the scenario's
+    ``engine.cpu.commands`` overrides, all scaled by ``engine.cpu.scale``) and flags."""
+    from redsim.model.blueprint import US
+    from redsim.model.commands import _TABLE, COMMAND_IDS
+
+    cpu = b.scenario.engine.cpu
+    fixed = np.array([c.fixed_us for c in _TABLE]) * US
+    per_byte = np.array([c.per_byte_us for c in _TABLE]) * US
+    per_elem = np.array([c.per_element_us for c in _TABLE]) * US
+    for name, cost in cpu.commands.items():
+        i = COMMAND_IDS[name.upper()]
+        if cost.fixed is not None:
+            fixed[i] = cost.fixed * US
+        if cost.per_byte is not None:
+            per_byte[i] = cost.per_byte * US
+        if cost.per_element is not None:
+            per_elem[i] = cost.per_element * US
+    k = cpu.scale
+    b.fill("tb",
+           cmd_shape=np.array([c.shape for c in _TABLE], np.int64),
+           cmd_fixed=fixed * k, cmd_per_byte=per_byte * k, cmd_per_elem=per_elem * k,
+           cmd_namelen=np.array([len(c.name) for c in _TABLE], np.int64),
+           cmd_effect=np.array([c.effect for c in _TABLE], np.int64),
+           cmd_denyoom=np.array([1 if c.denyoom else 0 for c in _TABLE], np.int64),
+           cmd_write=np.array([1 if c.write else 0 for c in _TABLE], np.int64))

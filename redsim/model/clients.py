@@ -51,19 +51,23 @@ from redsim.model.state import (
     EV_THINK_CLOCK,
     EV_TRACE,
     IN_FLIGHT,
+    KIND_CLOSED,
     KIND_OPEN,
     KIND_TRACE,
     LINE_ARRIVE,
     MAX_PASS_REC,
+    N_CONNS,
     N_GROUPS,
     N_PASS,
     N_PASS_FIELDS,
+    N_POOLS,
     PENDING_CLOSE,
     REQ_DONE,
     REQ_ISSUED,
     REQ_REJECTED,
     RTT_HALF,
     STAT_CONNECTIONS,
+    STREAMS_PER_GROUP,
     W_BUSY_CONNS,
     W_IN_SYSTEM,
     W_WAITERS,
@@ -464,3 +468,211 @@ def start_sources(world):
                 events.push(w, start + think_time(w, g), EV_ISSUE, r)
         if w.gp_idle_timeout[g] > 0:
             events.push(w, start + w.gp_reap_interval[g], EV_REAP, g)
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+_KIND = {"closed": KIND_CLOSED, "open": KIND_OPEN, "trace": KIND_TRACE}
+
+
+def memoryless_group(grp) -> bool:
+    """Whether a group's sources run as one uniformized think clock
+    (``think_clock``): a closed loop with exponential think."""
+    return grp.kind == "closed" and grp.think.kind == "exponential" and grp.think.mean > 0
+
+
+def configure(b) -> None:
+    """The client groups, their pools, connection slots and request slots, and
+    the tables they draw from (mix, open-loop profile, traces, zipf CDFs).
+
+    Sizes for later steps: ``conns``, ``slots``, ``pools``, ``groups``,
+    ``max_pipeline`` and ``timed`` (sources that draw a think time each).
+    """
+    import numpy as np
+
+    from redsim.model import state as S
+    from redsim.model.blueprint import f64, i64
+    from redsim.model.call import zipf_cdf
+    from redsim.model.commands import _TABLE, COMMAND_IDS, DEFAULT_COUNT
+    from redsim.model.trace import parse_trace
+
+    groups = b.scenario.clients
+    G = len(groups)
+    pool_group, pool_max, pool_base = [], [], []
+    conn_pool, conn_group = [], []
+    slot_group, slot_pool = [], []
+    g_fields: dict[str, list] = {f: [] for f in S.Groups._fields}
+    mix_cmd, mix_cum, mix_keys, mix_count, mix_ttl = [], [], [], [], []
+    prof_t, prof_rate = [], []
+    zipf_parts: list[np.ndarray] = []
+    zipf_len = 0
+    tr_parts = []
+    tr_len = 0
+    max_pipeline = 1
+    for gi, grp in enumerate(groups):
+        kind = _KIND[grp.kind]
+        g_fields["kind"].append(kind)
+        g_fields["pipeline"].append(grp.pipeline)
+        max_pipeline = max(max_pipeline, grp.pipeline)
+        g_fields["processes"].append(grp.processes)
+        g_fields["pool_base"].append(len(pool_group))
+        for _ in range(grp.processes):
+            p = len(pool_group)
+            pool_group.append(gi)
+            pool_max.append(grp.pool.max_size)
+            pool_base.append(len(conn_pool))
+            conn_pool.extend([p] * grp.pool.max_size)
+            conn_group.extend([gi] * grp.pool.max_size)
+        # Request slots: one per source for closed loops; a bounded free list for
+        # arrivals (each process can hold max-size in flight + max-waiters waiting).
+        g_fields["slot_base"].append(len(slot_group))
+        recorded = kind == KIND_TRACE and grp.trace_timing == "recorded"
+        memoryless = memoryless_group(grp)
+        if kind == KIND_OPEN or recorded:
+            n_slots = min(grp.processes * (grp.pool.max_size + grp.pool.max_waiters), 2_000_000)
+            slot_pool.extend([-1] * n_slots)
+        elif memoryless:
+            # A process never has more requests out than its pool holds plus its
+            # waiters, plus one being rejected, nor more than it has threads.
+            n_slots = grp.processes * min(grp.threads,
+                                          grp.pool.max_size + grp.pool.max_waiters + 1)
+            slot_pool.extend([-1] * n_slots)
+        else:
+            n_slots = grp.processes * grp.threads
+            for p in range(grp.processes):
+                slot_pool.extend([g_fields["pool_base"][-1] + p] * grp.threads)
+        slot_group.extend([gi] * n_slots)
+        g_fields["n_slots"].append(n_slots)
+        for prefix, d in (("think", grp.think), ("vs", grp.value_size)):
+            k, mean, lo, hi, sig = b.dist(d)
+            g_fields[f"{prefix}_kind"].append(k)
+            g_fields[f"{prefix}_mean"].append(mean)
+            g_fields[f"{prefix}_low"].append(lo)
+            g_fields[f"{prefix}_high"].append(hi)
+            g_fields[f"{prefix}_sigma"].append(sig)
+        g_fields["key_size"].append(grp.key_size)
+        g_fields["keys"].append(grp.keyspace.keys)
+        if grp.keyspace.distribution == "zipf":
+            g_fields["zipf_base"].append(zipf_len)
+            part = zipf_cdf(grp.keyspace.keys, grp.keyspace.zipf_exponent)
+            zipf_parts.append(part)
+            zipf_len += len(part)
+        else:
+            g_fields["zipf_base"].append(-1)
+        g_fields["mix_start"].append(len(mix_cmd))
+        total = sum(m.weight for m in grp.mix)
+        acc = 0.0
+        for m in grp.mix:
+            cid = COMMAND_IDS[m.command.upper()]
+            acc += m.weight / total
+            mix_cmd.append(cid)
+            mix_cum.append(acc)
+            mix_keys.append(m.keys)
+            shape = _TABLE[cid].shape
+            mix_count.append(m.count if m.count is not None else DEFAULT_COUNT.get(shape, 0))
+            mix_ttl.append(int(math.ceil(m.ttl)) if m.ttl else 0)
+        mix_cum[-1] = 1.0
+        g_fields["mix_end"].append(len(mix_cmd))
+        g_fields["prof_start"].append(len(prof_t))
+        if kind == KIND_OPEN:
+            if grp.profile:
+                for step_ in grp.profile:
+                    prof_t.append(step_.at)
+                    prof_rate.append(step_.rate)
+            else:
+                prof_t.append(0.0)
+                prof_rate.append(grp.rate)
+        g_fields["prof_end"].append(len(prof_t))
+        g_fields["trace_start"].append(tr_len)
+        if kind == KIND_TRACE:
+            tr = parse_trace(grp.trace)
+            tr_parts.append(tr)
+            tr_len += len(tr.cmd)
+        g_fields["trace_end"].append(tr_len)
+        g_fields["replay_loop"].append(1 if grp.replay == "loop" else 0)
+        g_fields["recorded"].append(1 if recorded else 0)
+        g_fields["idle_timeout"].append(grp.pool.idle_timeout)
+        g_fields["reap_interval"].append(grp.pool.reap_interval)
+        g_fields["max_waiters"].append(grp.pool.max_waiters)
+        g_fields["retry_backoff"].append(grp.pool.retry_backoff)
+        g_fields["start"].append(grp.start)
+        g_fields["stream"].append(1 + STREAMS_PER_GROUP * gi)
+        g_fields["prof_pos"].append(g_fields["prof_start"][-1])
+        g_fields["trace_t0"].append(grp.start)
+        g_fields["trace_next"].append(0)
+        g_fields["free_n"].append(n_slots if (kind == KIND_OPEN or recorded or memoryless)
+                                  else 0)
+        g_fields["memoryless"].append(1 if memoryless else 0)
+        g_fields["threads"].append(grp.threads)
+        g_fields["write_once"].append(grp.keyspace.write_once)
+
+    C, R, P = len(conn_pool), len(slot_group), len(pool_group)
+    float_fields = {"think_mean", "think_low", "think_high", "think_sigma", "vs_mean",
+                    "vs_low", "vs_high", "vs_sigma", "idle_timeout", "reap_interval",
+                    "retry_backoff", "start", "trace_t0", "write_once"}
+    gp = {f: (f64(v) if f in float_fields else i64(v)) for f, v in g_fields.items()}
+    b.fill("gp", **gp)
+    b.fill("cn",
+           pool=i64(conn_pool), group=i64(conn_group), is_open=np.zeros(C, np.int64),
+           req=np.full(C, -1, np.int64), cmds_left=np.zeros(C, np.int64),
+           partial=np.zeros(C, np.int64), next_cmd=np.full(C, -1, np.int64),
+           next_bytes=np.zeros(C, np.int64), next_reply=np.zeros(C, np.int64),
+           next_scale=np.ones(C), next_key=np.full(C, -1, np.int64),
+           next_k=np.zeros(C, np.int64), next_n=np.zeros(C, np.int64),
+           next_value=np.zeros(C, np.int64), next_ttl=np.zeros(C, np.int64),
+           big_first=np.zeros(C, np.int64), big_period=np.zeros(C, np.int64),
+           big_n=np.zeros(C, np.int64), big_len=np.zeros(C, np.int64),
+           reply_bytes=np.zeros(C, np.int64), reply_nodes=np.zeros(C, np.int64),
+           qb_alloc=np.zeros(C, np.int64), qb_peak=np.zeros(C, np.int64), t_read=np.zeros(C),
+           qb_room=np.zeros(C, np.int64), qb_hdr=np.zeros(C, np.int64),
+           buf_usable=np.zeros(C, np.int64), buf_peak=np.zeros(C, np.int64),
+           t_buf_reset=np.zeros(C), mem=np.zeros(C, np.int64), mem_info=np.zeros(C, np.int64),
+           tail_room=np.zeros(C, np.int64), in_pw=np.zeros(C, np.int64),
+           new=np.zeros(C, np.int64), t_arrive=np.full(C, -1.0), t_checkout=np.zeros(C),
+           t_idle=np.zeros(C))
+    free_slots = np.empty(C, np.int64)
+    for p in range(P):
+        base, m = pool_base[p], pool_max[p]
+        free_slots[base:base + m] = np.arange(base + m - 1, base - 1, -1)  # lowest slot first
+    b.fill("pl",
+           group=i64(pool_group), max_size=i64(pool_max), n_open=np.zeros(P, np.int64),
+           lifo=i64([1 if groups[g].pool.checkout == "lifo" else 0 for g in pool_group]),
+           base=i64(pool_base), idle_head=np.zeros(P, np.int64), idle_n=np.zeros(P, np.int64),
+           free_n=i64(pool_max), wait_head=np.full(P, -1, np.int64),
+           wait_tail=np.full(P, -1, np.int64), wait_n=np.zeros(P, np.int64),
+           thinking=i64([groups[g].threads for g in pool_group]),
+           idle_ring=np.zeros(C, np.int64), free_slots=free_slots)
+    free_stack = np.arange(R, dtype=np.int64)[::-1].copy()
+    for g in range(G):  # each group's free list pops its lowest slot first
+        base, n = gp["slot_base"][g], gp["n_slots"][g]
+        free_stack[base:base + n] = np.arange(base + n - 1, base - 1, -1)
+    b.fill("rq",
+           group=i64(slot_group), pool=i64(slot_pool), t_issue=np.zeros(R),
+           next=np.full(R, -1, np.int64), trace_pos=np.zeros(R, np.int64),
+           active=np.ones(R, np.int64), free_stack=free_stack, pass_t0=np.full(R, -1.0))
+    if tr_parts:
+        tr = {f: np.concatenate([getattr(t, f) for t in tr_parts])
+              for f in ("cmd", "req_bytes", "reply_bytes", "elems", "value", "time", "big")}
+    else:
+        tr = {f: np.zeros(1, np.float64 if f == "time" else np.int64)
+              for f in ("cmd", "req_bytes", "reply_bytes", "elems", "value", "time")}
+        tr["big"] = np.zeros((1, 4), np.int64)
+    b.fill("tb",
+           mix_cmd=i64(mix_cmd), mix_cum=f64(mix_cum),
+           mix_keys=i64(mix_keys), mix_count=i64(mix_count), mix_ttl=i64(mix_ttl),
+           prof_t=f64(prof_t or [0.0]), prof_rate=f64(prof_rate or [0.0]),
+           tr_cmd=tr["cmd"], tr_req_bytes=tr["req_bytes"], tr_reply_bytes=tr["reply_bytes"],
+           tr_elems=tr["elems"], tr_value=tr["value"], tr_time=tr["time"],
+           **{f"tr_big_{f}": tr["big"][:, j].copy()
+              for j, f in enumerate(("first", "period", "n", "len"))},
+           zipf_cdf=np.concatenate(zipf_parts) if zipf_parts else np.ones(1))
+    b.fill("rc", passes=np.zeros((MAX_PASS_REC if any(g.kind == "trace" for g in groups) else 1)
+                                 * N_PASS_FIELDS))
+    b.I[N_CONNS] = C
+    b.I[N_POOLS] = P
+    b.I[N_GROUPS] = G
+    b.size.update(conns=C, slots=R, pools=P, groups=G, max_pipeline=max_pipeline,
+                  timed=sum(int(gp["n_slots"][g]) for g in range(G)
+                            if gp["kind"][g] != KIND_OPEN and not gp["recorded"][g]
+                            and not gp["memoryless"][g]))
+    b.info["groups"] = [g.name for g in groups]

@@ -358,3 +358,42 @@ def grow_write_once(world: World, extra: int) -> World:
     I[KS_FREE_N] = free_n + extra
     I[KS_LOW] = 0
     return world._replace(**fields)
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def configure(b) -> None:
+    """The keyspace's rows (every group's key ids, then rows for write-once keys),
+    its dicts' entry lists, its generator and LRU clock, and the preload plan
+    (``preload.plan``; applied by ``start``). Needs ``conns`` and
+    ``max_pipeline``; gives ``key_rows`` and ``hot_keys``."""
+    from redsim.model import preload
+    from redsim.model import state as S
+    from redsim.model.rng import server_seeds
+
+    sc = b.scenario
+    n_hot = max(grp.keyspace.keys for grp in sc.clients)
+    plans = preload.plan(sc, b.seed)
+    once_pre, once_spare, once_low = preload.write_once_rows(plans, sc, b.size["conns"],
+                                                             b.size["max_pipeline"])
+    n_keys = n_hot + once_pre + once_spare
+    # Every row starts absent; flatten fills the key table from these broadcasts.
+    b.fill("ks", **{f: np.broadcast_to(np.asarray(v), (n_keys,))
+                    for f, v in S.KEY_ROW_ABSENT.items()},
+           dense=np.zeros(n_keys, np.int64), xdense=np.zeros(n_keys, np.int64),
+           free=np.zeros(max(n_keys - n_hot, 1), np.int64))
+    b.I[S.KS_ONCE_LO] = n_hot
+    b.I[S.KS_FREE_LOW] = once_low
+    b.I[S.KS_RNG1], b.I[S.KS_RNG2] = server_seeds(b.seed)
+    b.I[S.LRU_CLOCK] = LRU_CLOCK_START
+    b.I[S.KEY_LEN] = sc.clients[0].key_size
+    b.extra["preload"] = plans
+    b.size.update(key_rows=n_keys, hot_keys=n_hot)
+
+
+def start(w, b) -> None:
+    """Place the preloaded keys (``preload.apply``) in the laid-out world."""
+    from redsim.model import preload
+
+    preload.apply(w, b.extra["preload"], b.scenario, b.seed, b.size["hot_keys"])

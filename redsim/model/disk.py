@@ -141,3 +141,25 @@ def submit(w, t, nbytes, fsync):
     returns the time it completes, s."""
     queue_child_chunks(w, t)
     return job(w, t, nbytes, fsync)
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def configure(b) -> None:
+    """The device: ``disk.preset`` (``presets.DISK_PRESETS``), or the scenario's
+    own fsync distribution and bandwidth, and the disk's generator."""
+    from redsim.model import state as S
+    from redsim.model.presets import DISK_PRESETS
+
+    d = b.scenario.disk
+    preset = DISK_PRESETS[d.preset]
+    if d.fsync is None:
+        kind, mean, lo, hi, sig = (S.DIST_LOGNORMAL, preset.fsync_mean_s, 0.0, math.inf,
+                                   preset.fsync_sigma)
+    else:
+        kind, mean, lo, hi, sig = b.dist(d.fsync)
+    b.I[S.DISK_KIND] = kind
+    b.F[S.DISK_MEAN], b.F[S.DISK_LOW], b.F[S.DISK_HIGH], b.F[S.DISK_SIGMA] = mean, lo, hi, sig
+    b.F[S.DISK_BW] = d.write_bandwidth or preset.write_bandwidth
+    b.I[S.DISK_RNG1], b.I[S.DISK_RNG2] = disk_seeds(b.seed)

@@ -609,3 +609,44 @@ def finish(world, t_end):
             add_interval(w, W_WAITERS, w.rq_t_issue[r], t_end)
             r = w.rq_next[r]
     return I[IN_FLIGHT]
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def configure(b) -> None:
+    """The run's horizon and warm-up, the network's round trip, the event
+    loop's CPU costs (per iteration, sleeping poll, read and write, accept and
+    close, serverCron and clientsCron), ``hz`` and ``dynamic-hz``, the
+    version's read/write path, ``maxclients``, and epoll's ready list and
+    ``clients_pending_write``."""
+    import numpy as np
+
+    from redsim.model import state as S
+    from redsim.model.blueprint import US
+
+    sc = b.scenario
+    server, cpu = sc.server, sc.engine.cpu
+    b.F[S.T_END] = sc.duration
+    b.F[S.WARMUP] = sc.warmup
+    b.F[S.RTT_HALF] = sc.network.rtt / 2.0
+    for idx, v in ((S.C_ITER, cpu.iteration), (S.C_WAKE, cpu.wakeup), (S.C_READ, cpu.read),
+                   (S.C_READ_B, cpu.read_per_byte), (S.C_WRITE, cpu.write),
+                   (S.C_WRITE_B, cpu.write_per_byte), (S.C_ACCEPT, cpu.accept),
+                   (S.C_CLOSE, cpu.close), (S.C_CRON, cpu.cron),
+                   (S.C_CRON_CLIENT, cpu.clients_cron_per_client)):
+        b.F[idx] = v * US * cpu.scale
+    hz = min(max(int(server.hz), 1), 500)
+    b.I[S.HZ_CONF] = hz
+    b.I[S.HZ] = hz
+    b.I[S.DYN_HZ] = 1 if server.dynamic_hz else 0
+    b.F[S.CRON_WHEN] = 1.0 / hz
+    b.I[S.BATCHING] = 1 if sc.engine.reply_batching else 0
+    b.I[S.REDIS_62] = 1 if sc.redis_version == "6.2" else 0
+    b.I[S.REDIS_72] = 1 if sc.redis_version == "7.2" else 0
+    b.I[S.DIST_EXP] = 1 if cpu.distribution == "exponential" else 0
+    b.I[S.MAXCLIENTS] = server.maxclients
+    b.I[S.PHASE] = S.PH_BEFORE_SLEEP
+    C = b.size["conns"]
+    b.extra["lists"] = {"ready": np.zeros(max(C, 1), np.int64),
+                        "pw": np.zeros(max(C, 1), np.int64)}

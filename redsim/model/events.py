@@ -93,3 +93,35 @@ def take(w, where):
     w.ln_n[where] -= 1
     i = where * size + h
     return w.ln_t[i], LINE_KIND[where], w.ln_id[i]
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def configure(b) -> None:
+    """The client-side event list: the heap, the timing wheel and the delay
+    lines, sized from the connections, request slots and groups."""
+    import numpy as np
+
+    from redsim.model import state as S
+    from redsim.model.wheel import wheel_size
+
+    C, R, G = b.size["conns"], b.size["slots"], b.size["groups"]
+    cap = R + C + 4 * G + 16
+    b.fill("hp", t=np.zeros(cap), seq=np.zeros(cap, np.int64), kind=np.zeros(cap, np.int64),
+           id=np.zeros(cap, np.int64))
+    width, n_buckets = wheel_size(b.scenario.clients,
+                                  [int(n) for n in b.part("gp")["n_slots"]])
+    nxt = np.arange(1, cap + 1, dtype=np.int64)
+    nxt[-1] = -1  # the free list: every entry, in order
+    b.fill("wh", head=np.full(n_buckets, -1, np.int64), t=np.zeros(cap),
+           seq=np.zeros(cap, np.int64), kind=np.zeros(cap, np.int64),
+           id=np.zeros(cap, np.int64), next=nxt)
+    lcap = max(C, 1)  # a connection has at most one arrival and one reply pending
+    b.fill("ln", t=np.zeros((N_LINES, lcap)), seq=np.zeros((N_LINES, lcap), np.int64),
+           id=np.zeros((N_LINES, lcap), np.int64), head=np.zeros(N_LINES, np.int64),
+           n=np.zeros(N_LINES, np.int64))
+    b.I[S.HEAP_CAP] = cap
+    b.I[S.WH_MASK] = n_buckets - 1
+    b.I[S.WH_FREE] = 0
+    b.F[S.WH_INV] = 1.0 / width

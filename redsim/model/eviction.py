@@ -239,3 +239,31 @@ def record_call(w, cpu, tofree):
     w.rc_evhist[log2_bucket(cpu * 1e6)] += 1
     if tofree > 0:
         w.rc_tofree[log2_bucket(tofree)] += 1
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def configure(b) -> None:
+    """``maxmemory-policy``, ``-samples``, ``-eviction-tenacity``, the LFU
+    parameters, ``lazyfree-lazy-eviction``, eviction's CPU costs, the eviction
+    pool, and the per-call records."""
+    import numpy as np
+
+    from redsim.model import state as S
+    from redsim.model.blueprint import US
+    from redsim.model.histogram import LOG2_BUCKETS
+
+    server, cpu = b.scenario.server, b.scenario.engine.cpu
+    for idx, v in ((S.C_EV_CALL, cpu.eviction_call), (S.C_EV_CHECK, cpu.eviction_check),
+                   (S.C_EV_SAMPLE, cpu.eviction_sample), (S.C_EV_DELETE, cpu.eviction_delete)):
+        b.F[idx] = v * US * cpu.scale
+    b.I[S.EV_POLICY] = S.POLICIES.index(server.maxmemory_policy)
+    b.I[S.EV_SAMPLES] = server.maxmemory_samples
+    b.F[S.EV_TIME_LIMIT] = time_limit(server.maxmemory_eviction_tenacity)
+    b.I[S.LAZY_EVICTION] = 1 if server.lazyfree_lazy_eviction else 0
+    b.I[S.LFU_LOG_FACTOR] = server.lfu_log_factor
+    b.I[S.LFU_DECAY_TIME] = server.lfu_decay_time
+    b.fill("ep", key=np.full(EVPOOL_SIZE, -1, np.int64), idle=np.zeros(EVPOOL_SIZE))
+    b.fill("rc", evhist=np.zeros(LOG2_BUCKETS, np.int64),
+           tofree=np.zeros(LOG2_BUCKETS, np.int64))

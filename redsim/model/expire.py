@@ -117,3 +117,18 @@ def active_expire_cycle(w, fast):
             break
     latency.add_sample(w, latency.LM_EXPIRE_CYCLE, cpu)  # the cycle's time, as Redis
     return cpu
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def configure(b) -> None:
+    """``active-expire-effort`` and active expiry's CPU costs."""
+    from redsim.model import state as S
+    from redsim.model.blueprint import US
+
+    cpu = b.scenario.engine.cpu
+    b.F[S.C_EXP_SAMPLE] = cpu.expire_sample * US * cpu.scale
+    b.F[S.C_EXP_DELETE] = cpu.expire_delete * US * cpu.scale
+    b.I[S.EXP_EFFORT] = b.scenario.server.active_expire_effort - 1
+    b.F[S.EXP_LAST_FAST] = -1.0

@@ -262,3 +262,81 @@ def fork_command(w):
         I[AOF_RW_SCHEDULED] = 1
         return
     redis_fork(w, req)
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def forks_possible(scenario) -> bool:
+    """Whether the run can fork: save points, an AOF that may be rewritten, or events."""
+    server = scenario.server
+    return bool(server.save or (server.appendonly and server.auto_aof_rewrite_percentage)
+                or scenario.events)
+
+
+def heap_huge(scenario) -> bool:
+    """Whether Redis's heap is mapped with 2 MB transparent huge pages: THP
+    ``always`` on the host and ``disable-thp no`` (Redis otherwise calls
+    ``prctl(PR_SET_THP_DISABLE)``; with ``madvise`` its allocator asks for none)."""
+    return (scenario.host.transparent_huge_pages == "always"
+            and not scenario.server.disable_thp)
+
+
+def _pages(scenario, n_keys: int) -> tuple[int, int]:
+    """Page size (log2) a copy-on-write fault copies and the bitmap's words.
+
+    The bitmap covers the largest memory a fork could see: maxmemory (or,
+    without one, 4 KB per key row and at least 1 GB), twice over for what
+    maxmemory does not count, in pages of 32 bits a word.
+    """
+    shift = (HUGE_PAGE_SHIFT if heap_huge(scenario) and scenario.host.thp_cow == "copy-huge"
+             else SMALL_PAGE_SHIFT)
+    if not forks_possible(scenario):
+        return shift, 1
+    span = scenario.server.maxmemory or max(n_keys * 4096, 1 << 30)
+    pages = (2 * span + (1 << shift) - 1) >> shift
+    return shift, (pages + 31) // 32
+
+
+def dataset_rdb_bytes(w) -> int:
+    """What ``rdb_bytes`` counts, for the keys present now (numpy, outside the kernel)."""
+    import numpy as np
+
+    present = w.ks_cost > 0
+    v = w.ks_vlen[present]
+    klen = int(w.I[KEY_LEN])
+    per = RDB_KEY_OVERHEAD + klen + np.where(v >= 0, v, RDB_INT_BYTES)
+    ttl = int(np.count_nonzero(w.ks_xpos[present] >= 0))
+    return int(per.sum()) + ttl * RDB_EXPIRE_BYTES + 18
+
+
+def configure(b) -> None:
+    """The ``save`` points, the host's fork and copy-on-write costs
+    (``host.fork`` preset or ``fork-per-gb``), transparent huge pages, the
+    copy-on-write page bitmap, and the per-fork records. Needs ``key_rows``."""
+    import numpy as np
+
+    from redsim.model import state as S
+    from redsim.model.blueprint import i64
+    from redsim.model.presets import FORK_PRESETS
+
+    sc = b.scenario
+    server, host = sc.server, sc.host
+    b.fill("tb", save_secs=i64([sec for sec, _ in server.save] or [0]),
+           save_changes=i64([ch for _, ch in server.save] or [0]))
+    b.I[S.N_SAVE] = len(server.save)
+    per_gb = host.fork_per_gb if host.fork_per_gb is not None else (
+        FORK_PRESETS[host.fork].ms_per_gb * 1e-3)
+    b.I[S.HEAP_HUGE] = 1 if heap_huge(sc) else 0
+    b.F[S.FORK_FIXED] = host.fork_fixed
+    b.F[S.FORK_PER_BYTE] = per_gb / 2**30
+    b.F[S.COW_FAULT] = host.cow_fault
+    b.F[S.COW_COPY_B] = 1.0 / host.cow_copy_bandwidth
+    b.F[S.CHILD_KEY_RATE] = host.child_keys_per_sec
+    b.F[S.CHILD_END] = math.inf
+    b.F[S.T_LAST_BGSAVE_TRY] = -math.inf
+    page_shift, pg_words = _pages(sc, b.size["key_rows"])
+    b.I[S.PAGE_SHIFT] = page_shift
+    b.I[S.PG_WORDS] = pg_words
+    b.fill("pg", cow=np.zeros(pg_words, np.int64))
+    b.fill("rc", forks=np.zeros(S.MAX_FORK_REC * S.N_FORK_FIELDS))

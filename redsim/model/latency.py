@@ -51,3 +51,18 @@ def add_sample(w, event, seconds):
     w.rc_lm_n[event] = n + 1
     if ms > w.rc_lm_max[event]:
         w.rc_lm_max[event] = ms
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def configure(b) -> None:
+    """``latency-monitor-threshold`` and the monitor's per-event series."""
+    import numpy as np
+
+    from redsim.model import state as S
+
+    b.I[S.LM_THRESHOLD] = b.scenario.server.latency_monitor_threshold
+    b.fill("rc", lm_t=np.zeros(N_EVENTS * LATENCY_TS_LEN),
+           lm_ms=np.zeros(N_EVENTS * LATENCY_TS_LEN, np.int64),
+           lm_n=np.zeros(N_EVENTS, np.int64), lm_max=np.zeros(N_EVENTS, np.int64))

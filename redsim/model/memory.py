@@ -76,3 +76,22 @@ def over_maxmemory_after_alloc(w, more):
     if w.I[MAXMEMORY] == 0:
         return False
     return mem_tofree(w) + more > 0
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def configure(b) -> None:
+    """The memory ledger's constants for the version, ``maxmemory``, the
+    allocator's quantum, and whether integers are shared (off when keys need
+    their own LRU/LFU field, reference §2.7)."""
+    from redsim.model import state as S
+
+    sc = b.scenario
+    server = sc.server
+    b.I[S.MEM_STARTUP] = STARTUP_BYTES[sc.redis_version]
+    b.I[S.CLIENT_STRUCT] = CLIENT_STRUCT_BYTES[sc.redis_version]
+    b.I[S.MAXMEMORY] = server.maxmemory
+    b.I[S.Q16] = 1 if sc.engine.allocator_quantum == 16 else 0
+    b.I[S.SHARED_INTS] = 0 if (server.maxmemory > 0 and (
+        "lru" in server.maxmemory_policy or "lfu" in server.maxmemory_policy)) else 1

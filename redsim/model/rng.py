@@ -170,3 +170,26 @@ def server_seeds(seed: int) -> tuple[int, int]:
     """Initial states of ``server_uniform`` for a run's root seed (its own spawn key)."""
     a, b = np.random.SeedSequence(seed, spawn_key=(0x4B455953,)).generate_state(2)
     return 1 + int(a) % (_M1 - 1), 1 + int(b) % (_M2 - 1)
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def configure(b) -> None:
+    """The random streams (one for service noise, ``STREAMS_PER_GROUP`` per
+    group) and their buffers.
+
+    One iteration can draw a few numbers per ready connection and per command,
+    and one poll a few per source; a buffer twice that keeps refills between
+    them. (``start_sources`` draws one think time per timed source in one go;
+    memoryless groups draw nothing per source.)
+    """
+    from redsim.model import state as S
+
+    C, G = b.size["conns"], b.size["groups"]
+    need = 8 * (C * b.size["max_pipeline"] + b.size["timed"]) + 4096
+    size = 1 << max(16, int(math.ceil(math.log2(need))))
+    streams = RandomStreams(b.seed, 1 + S.STREAMS_PER_GROUP * G, size)
+    b.fill("rg", buf=streams.buf, pos=streams.pos)
+    b.I[S.RNG_SIZE] = size
+    b.extra["streams"] = streams

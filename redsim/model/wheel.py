@@ -114,3 +114,34 @@ def remove_first(w):
     I[WH_FREE] = x
     I[WH_N] -= 1
     return w.wh_t[x], w.wh_kind[x], w.wh_id[x]
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def wheel_size(groups, n_slots: list[int]) -> tuple[float, int]:
+    """Bucket width (s) and bucket count of the timing wheel.
+
+    The width is the mean gap between wheel events the scenario implies — each
+    thinking source fires once per mean think time, an open loop at its peak
+    rate — so a bucket holds about one event; the wheel spans about two mean
+    think times (2^6 to 2^22 buckets; four measured no faster at 10,000
+    sources), so few events wait in the heap.
+    """
+    import math
+
+    from redsim.model.clients import memoryless_group
+
+    rate = 0.0
+    sources = 0
+    for grp, n in zip(groups, n_slots, strict=True):
+        if grp.kind == "open":
+            rate += max([grp.rate or 0.0] + [step.rate for step in grp.profile or []])
+        elif memoryless_group(grp):
+            rate += 1.0 / float(grp.think.mean)  # one clock, not one per source
+        elif not (grp.kind == "trace" and grp.trace_timing == "recorded"):
+            rate += n / max(float(grp.think.mean), 1e-6)
+            sources += n
+    width = min(max(1.0 / rate, 1e-7), 1.0) if rate > 0 else 1.0
+    n_buckets = 1 << int(math.ceil(math.log2(min(max(2 * sources, 64), 1 << 22))))
+    return width, n_buckets

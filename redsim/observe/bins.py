@@ -193,3 +193,29 @@ def finish_windows(world, t_end):
     I = w.I
     _close_window(w, I[CUR_WIN])
     snapshot_gauges(w, t_end + 0.5 * F[DT])
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def configure(b) -> None:
+    """The windows of ``sample-interval`` (plus one overflow window) and the
+    latency histograms."""
+    import math
+
+    import numpy as np
+
+    from redsim.model import state as S
+    from redsim.model.histogram import N_BUCKETS
+
+    dt = b.scenario.sample_interval
+    n_win = int(math.ceil(b.scenario.duration / dt - 1e-9)) + 1  # + overflow window
+    wf = np.zeros((S.N_WF, n_win))
+    for row in (S.W_P50, S.W_P90, S.W_P99, S.W_P999):
+        wf[row] = np.nan
+    b.fill("rc", wf=wf, wi=np.zeros((S.N_WI, n_win), np.int64),
+           hist=np.zeros(N_BUCKETS, np.int64), whist=np.zeros(N_BUCKETS, np.int64))
+    b.F[DT] = dt
+    b.F[S.T_NEXT_SNAP] = dt
+    b.I[N_WIN] = n_win
+    b.info["n_windows"] = n_win - 1
