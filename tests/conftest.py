@@ -59,3 +59,25 @@ def _measurement_quiet(request, _needs_redis):
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@pytest.fixture
+def saved_figures(monkeypatch):
+    """The Figure behind every PNG the plot functions write during a test, by file
+    name (``redsim.plots._save``, which ``redsim.sweep.plots`` uses too, is
+    wrapped: the PNG is still written). A test can then check what a figure
+    shows (panels, lines, labels, limits) rather than that a file exists."""
+    from redsim import plots
+    from redsim.sweep import plots as sweep_plots
+
+    figures = {}
+    write = plots._save
+
+    def save(fig, path):
+        figures[Path(path).name] = fig
+        write(fig, path)
+
+    monkeypatch.setattr(plots, "_save", save)
+    monkeypatch.setattr(sweep_plots, "_save", save)
+    return figures
+

@@ -72,36 +72,94 @@ def _series(memory: bool = False) -> pd.DataFrame:
     return df
 
 
-def test_overview_full(tmp_path: Path) -> None:
+def _labels(fig: Figure) -> list[str]:
+    return [ax.get_label() for ax in fig.axes]
+
+
+def _line_labels(ax: Axes) -> list[str]:
+    return [line.get_label() for line in ax.get_lines()]
+
+
+def _legend_texts(ax: Axes) -> list[str]:
+    legend = ax.get_legend()
+    return [t.get_text() for t in legend.get_texts()] if legend is not None else []
+
+
+def _texts(ax: Axes) -> list[str]:
+    return [t.get_text() for t in ax.texts]
+
+
+def test_overview_full(tmp_path: Path, saved_figures) -> None:
     out = tmp_path / "overview.png"
     backend = matplotlib.get_backend()
-    plot_overview(_series(), out, title="synthetic")
+    df = _series()
+    plot_overview(df, out, title="synthetic")
     width, height = _png_size(out)
     assert out.stat().st_size > 20_000
     assert width > 500 and height > 500
     # Presentation must not change the caller's backend.
     assert matplotlib.get_backend() == backend
+    # What the PNG holds, read off the Figure that was saved. _series has no memory
+    # columns: the four panels the docstring lists, in its order.
+    fig = saved_figures["overview.png"]
+    assert _labels(fig) == ["throughput", "latency", "cpu", "connections"]
+    assert fig.get_suptitle() == "synthetic"
+    ax = _panel(fig, "throughput")
+    assert _line_labels(ax) == ["served (ops/s)", "offered (req/s)"]
+    lo, hi = ax.get_ylim()
+    assert lo == 0.0 and hi >= 21_000  # offered is 21,000/s, served 19,000-21,000/s
+    ax = _panel(fig, "latency")
+    assert _line_labels(ax) == ["p50", "p99", "max"] and ax.get_yscale() == "log"
+    lo, hi = ax.get_ylim()  # ms: p50 from 0.05 ms, max up to 4 ms
+    assert lo <= 0.05 and hi >= np.nanmax(df["latency_max"]) * 1e3
+    # Eight non-zero cpu_* columns, eight bands, listed top band first: idle, the
+    # unknown cpu_other, then the known ones in CPU_ORDER from the top down.
+    ax = _panel(fig, "cpu")
+    assert len([c for c in ax.collections if isinstance(c, PolyCollection)]) == 8
+    assert _legend_texts(ax) == ["idle", "other", "connections", "cron", "iteration", "write",
+                                 "read", "commands"]
+    assert ax.get_ylim() == (0.0, 1.0)
+    # 10,000 connected against a queue of 0-20: decades apart, a symmetric-log axis.
+    assert _panel(fig, "connections").get_yscale() == "symlog"
 
 
-def test_overview_memory_panel_adds_height(tmp_path: Path) -> None:
+def test_overview_memory_panel_adds_height(tmp_path: Path, saved_figures) -> None:
     four, five = tmp_path / "four.png", tmp_path / "five.png"
     plot_overview(_series(memory=False), four)
     plot_overview(_series(memory=True), five)
     assert _png_size(five)[1] > _png_size(four)[1]  # a fifth stacked panel
+    assert _labels(saved_figures["five.png"])[-1] == "memory"
+    assert "memory" not in _labels(saved_figures["four.png"])
+    # used_memory 50.5..100 MiB under a 100 MiB limit: both inside the panel.
+    lo, hi = _panel(saved_figures["five.png"], "memory").get_ylim()
+    assert lo <= 50.5 and hi >= 100.0
 
 
-def test_overview_missing_optional_columns(tmp_path: Path) -> None:
+def test_overview_missing_optional_columns(tmp_path: Path, saved_figures) -> None:
     df = _series()[["instantaneous_ops_per_sec", "latency_p99"]]
     out = tmp_path / "sparse.png"
     plot_overview(df, out)
     _png_size(out)
     assert out.stat().st_size > 5_000
+    fig = saved_figures["sparse.png"]
+    # Each panel keeps its place; one without its columns says so instead of drawing.
+    assert _labels(fig) == ["throughput", "latency", "cpu", "connections"]
+    assert _line_labels(_panel(fig, "throughput")) == ["served (ops/s)"]
+    assert _line_labels(_panel(fig, "latency")) == ["p99"]
+    assert _texts(_panel(fig, "cpu")) == ["no cpu_* columns"]
+    assert _texts(_panel(fig, "connections")) == ["no connection/queue columns"]
     # Only one of the memory pair: no memory panel, no error.
     plot_overview(_series().assign(used_memory=1.0), tmp_path / "half_memory.png")
+    assert "memory" not in _labels(saved_figures["half_memory.png"])
     # Nothing plottable at all still writes a (labelled, empty) figure.
     empty = pd.DataFrame(index=pd.Index([0.0, 1.0], name="time"))
     plot_overview(empty, tmp_path / "empty.png")
     _png_size(tmp_path / "empty.png")
+    fig = saved_figures["empty.png"]
+    assert [_texts(ax) for ax in fig.axes] == [
+        ["no throughput columns"], ["no latency columns"], ["no cpu_* columns"],
+        ["no connection/queue columns"]]
+    assert not any(ax.get_lines() for ax in fig.axes)
 
 
 def test_no_pyplot_figures_leak(tmp_path: Path) -> None:
@@ -114,7 +172,13 @@ def test_no_pyplot_figures_leak(tmp_path: Path) -> None:
     assert plt.get_fignums() == before
 
 
-def test_latency_histogram(tmp_path: Path) -> None:
+def _percentile_lines(fig: Figure) -> dict[str, float]:
+    """The histogram's p50/p99 markers: legend label's quantile -> x position."""
+    [ax] = fig.axes
+    return {line.get_label().split()[0]: float(line.get_xdata()[0]) for line in ax.get_lines()}
+
+
+def test_latency_histogram(tmp_path: Path, saved_figures) -> None:
     rng = np.random.default_rng(1)
     # First bin starts at 0 s: must still draw on the log axis.
     edges = np.concatenate([[0.0], np.geomspace(1e-6, 1e-1, 51)])
@@ -123,12 +187,29 @@ def test_latency_histogram(tmp_path: Path) -> None:
     plot_latency_histogram(edges, counts, out, title="latency")
     _png_size(out)
     assert out.stat().st_size > 10_000
+    [ax] = saved_figures["hist.png"].axes
+    assert ax.get_title() == "latency" and ax.get_xscale() == "log"
+    # Samples reach past 1 ms (e^3.7 x 0.1 ms is beyond the 10,000th): a ms axis.
+    assert ax.get_xlabel() == "latency (ms)"
+    # The markers are the upper edge of the bin holding the quantile (bins 1.259x
+    # wide). Lognormal(median 0.1 ms, sigma 1): p50 = 0.1 ms, p99 = 0.1 x e^2.326 =
+    # 1.024 ms. Sampling error over 10,000 draws, 3 sd in log space: 4 % at the
+    # median, 12 % at p99.
+    marks = _percentile_lines(saved_figures["hist.png"])
+    assert 0.1 / 1.04 <= marks["p50"] <= 0.1 * 1.259 * 1.04
+    assert 1.024 / 1.12 <= marks["p99"] <= 1.024 * 1.259 * 1.12
     # Sub-millisecond data (µs axis) and an all-zero histogram.
     small = np.geomspace(1e-6, 5e-4, 21)
     plot_latency_histogram(small, np.arange(20), tmp_path / "us.png")
     plot_latency_histogram(small, np.zeros(20), tmp_path / "zero.png")
     _png_size(tmp_path / "us.png")
     _png_size(tmp_path / "zero.png")
+    [ax] = saved_figures["us.png"].axes
+    assert ax.get_xlabel() == "latency (µs)"
+    assert ax.get_xlim()[1] >= 500.0  # the last edge, 5e-4 s, in µs
+    # Nothing counted: no percentile to mark, no legend.
+    [ax] = saved_figures["zero.png"].axes
+    assert not ax.get_lines() and ax.get_legend() is None
 
 
 @pytest.mark.parametrize(
