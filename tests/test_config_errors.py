@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import re
 import tempfile
 import warnings
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 
 from redsim.config import Scenario, ScenarioError, load_scenario
 from redsim.config.errors import closest
-from redsim.config.loader import validate_file
+from redsim.config.loader import valid_keys, validate_file
 
 DATA = Path(__file__).parent / "data"
 
@@ -275,9 +276,41 @@ def _load_quietly(source: Any, **kwargs: Any) -> None:
         try:
             result = load_scenario(source, **kwargs)
         except ScenarioError as err:
-            assert str(err)  # the message itself must render
+            _names_where(err, source, kwargs.get("overrides", ()))
         else:
             assert isinstance(result, Scenario)
+
+
+def _names_where(err: ScenarioError, source: Any, overrides: Any) -> None:
+    """A refusal names where the mistake is, not only that there is one: the
+    file when one was read (the scenario itself or a file it names, a
+    redis_conf or a trace), at the start of the message as `path:line: ...`; and
+    otherwise the field, whose first part is a key the document holds, a key a
+    scenario may hold (one left out) or the key an override set (or the
+    override itself, when it sets no key)."""
+    text = str(err)
+    assert err.expected and err.expected in text, text
+    if isinstance(source, Path):
+        assert err.file, f"a file was read but the message names none: {text}"
+    if err.file:
+        assert text.startswith(err.file), text
+        return
+    location = err.location
+    if location.startswith("--set "):  # an override that is no key=value: itself
+        assert location.removeprefix("--set ") in overrides, text
+        return
+    by_override = re.fullmatch(r"(.*) \(set by --set (.*)\)", location, re.S)
+    if by_override:  # the field, and the override that set it
+        location = by_override[1]
+        assert by_override[2] in overrides, text
+    if not location:  # a key that renders as no path (''): the key is what is shown
+        assert "a key" in err.expected, f"no field named: {text}"
+        return
+    root = location.replace("[", ".").split(".")[0]
+    keys = {str(k) for k in source} | set(valid_keys(Scenario))
+    keys |= {str(o).partition("=")[0].replace("[", ".").split(".")[0].strip()
+             for o in overrides}  # an override's key is read stripped, as `hz = 1`
+    assert root in keys, f"{root!r} is no key of the document: {text}"
 
 
 @pytest.fixture(scope="module")

@@ -97,8 +97,12 @@ def test_modelled_directives_are_exactly_the_server_keys() -> None:
 
 def test_models_are_frozen() -> None:
     sc = load({})
-    with pytest.raises(pydantic.ValidationError):
+    with pytest.raises(pydantic.ValidationError) as info:
         sc.server.hz = 100  # type: ignore[misc]
+    # The refusal names the field assigned and why, not only its type.
+    [error] = info.value.errors()
+    assert error["loc"] == ("hz",) and error["type"] == "frozen_instance"
+    assert sc.server.hz != 100
 
 
 def test_python_names_are_accepted_too() -> None:
@@ -397,8 +401,11 @@ def test_group_names_filled_by_position() -> None:
 
 
 def test_client_group_built_in_code_is_checked() -> None:
-    with pytest.raises(pydantic.ValidationError):
+    with pytest.raises(pydantic.ValidationError) as info:
         ClientGroup(kind="open")
+    # An open group needs an arrival rate: the message names both fields it could take.
+    text = str(info.value)
+    assert "rate" in text and "profile" in text and "open group" in text
 
 
 def test_cpu_defaults_are_the_reference_host_calibration() -> None:
