@@ -54,7 +54,7 @@ def test_criteria() -> None:
         criterion("p99 > fast")
 
 
-def test_frontier_finds_the_utilisation_boundary_computed_by_hand(tmp_path) -> None:
+def test_frontier_finds_the_utilisation_boundary_computed_by_hand(tmp_path, saved_figures) -> None:
     # An open-loop single-server queue with no overheads: the main thread is busy
     # rate x cost of the time, so utilisation crosses 0.5 at rate = 0.5 / cost:
     # 10,000/s for 50 µs and 5,000/s for 100 µs. Over 4 s a Poisson count has sd
@@ -81,6 +81,17 @@ def test_frontier_finds_the_utilisation_boundary_computed_by_hand(tmp_path) -> N
         assert row["y_ok"] < row["y_over"]  # more load, more busy
         assert abs(row["y_frontier"] - expected) < 274, (cost, row.to_dict())
     assert (tmp_path / "frontier.png").exists()
+    # The figure: every evaluation a point, coloured by its probability on a
+    # 0-1 bar, and one bracket per cost centred on the frontier found.
+    fig = saved_figures["frontier.png"]
+    ax, bar = fig.axes
+    assert ax.get_xlabel() == "cost" and ax.get_ylabel() == "rate"
+    [points] = [c for c in ax.collections if c.get_array() is not None]
+    assert len(points.get_offsets()) == 2 * (2 + 8)  # as frontier_evaluations.csv below
+    assert bar.get_ylim() == (0.0, 1.0)
+    [bracket] = ax.containers
+    assert sorted(bracket.lines[0].get_ydata()) == sorted(t["y_frontier"])
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["frontier (bracket)"]
     evals = pd.read_csv(tmp_path / "frontier_evaluations.csv")
     assert len(evals) == 2 * (2 + 8)
     # Resuming retraces the same path from disk: same table, nothing run.

@@ -22,6 +22,7 @@ import time
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import assume, given, settings
@@ -200,8 +201,11 @@ def test_arithmetic_agrees_with_python(a, b, c, op1, op2, cmp) -> None:
     outer = _python(f"(x {op1} y) {op2} z", env)
     expr = f"(x {op1} y) {op2} z {cmp} 1.5"
     if isinstance(inner, type) or isinstance(outer, type):
-        with pytest.raises(ConstraintError):
+        with pytest.raises(ConstraintError) as info:
             evaluate_constraint(expr, env)
+        # The message names the operation that failed, with the operator written.
+        failed = op1 if isinstance(inner, type) else op2
+        assert f" {failed} " in str(info.value), str(info.value)
     else:
         assert evaluate_constraint(expr, env) is _CMPS[cmp](outer, 1.5)
 
@@ -413,7 +417,7 @@ def _fake_records(points, seeds, bursts):
             for i, (p, b) in enumerate(zip(points, bursts, strict=True)) for s in seeds}
 
 
-def test_a_list_valued_field_is_a_categorical_axis(tmp_path) -> None:
+def test_a_list_valued_field_is_a_categorical_axis(tmp_path, saved_figures) -> None:
     from redsim.sweep.runner import FigureWarning, write_figures
     from redsim.sweep.tables import aggregate_table, tidy_table
 
@@ -436,6 +440,21 @@ def test_a_list_valued_field_is_a_categorical_axis(tmp_path) -> None:
     assert not [w for w in caught if issubclass(w.category, FigureWarning)]
     assert sorted(p.name for p in written) == ["burst_probability.png", "latency_p99_s.png"]
     assert all(p.stat().st_size > 5000 for p in written)
+    # What the figures show: one category per written value, in the file's order,
+    # and the values the fake records hold (bursts [True, False]; p99 1 ms, 2 ms).
+    for name, metric, ys in (("burst_probability.png", "burst_probability", [1.0, 0.0]),
+                             ("latency_p99_s.png", "latency_p99_s", [0.001, 0.002])):
+        [ax] = saved_figures[name].axes
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["3600 1 300 100 60 10000",
+                                                                '""']
+        [line] = ax.get_lines()
+        assert list(line.get_xdata()) == [0, 1]
+        np.testing.assert_allclose(line.get_ydata(), ys)
+        assert ax.get_xlabel() == "save" and ax.get_ylabel() == metric
+        assert ax.get_title().startswith(f"{metric} vs save")
+    # A probability axis shows all of [0, 1] whatever the data.
+    [ax] = saved_figures["burst_probability.png"].axes
+    assert ax.get_ylim() == (-0.02, 1.02)
 
 
 def test_list_and_mapping_values_are_axes_too(tmp_path) -> None:
@@ -459,7 +478,8 @@ def test_list_and_mapping_values_are_axes_too(tmp_path) -> None:
     assert list(agg["mix"])[:2] == ['{"GET": 1}', '{"GET": 0.5, "SET": 0.5}']
 
 
-def test_a_string_axis_sweep_runs_and_writes_tables_and_figures(tmp_path) -> None:
+def test_a_string_axis_sweep_runs_and_writes_tables_and_figures(tmp_path,
+                                                                 saved_figures) -> None:
     # The planner's sweep: it ran every point, then died in write_figures with
     # `TypeError: unhashable type: 'list'` and wrote no table.
     spec = load_sweep(_write(tmp_path, SAVE))
@@ -468,6 +488,10 @@ def test_a_string_axis_sweep_runs_and_writes_tables_and_figures(tmp_path) -> Non
     assert list(agg["save"]) == ["3600 1 300 100 60 10000", '""']
     assert list(res.runs["status"]) == ["ok", "ok"]
     assert (tmp_path / "out" / "burst_probability.png").stat().st_size > 5000
+    [ax] = saved_figures["burst_probability.png"].axes
+    assert [t.get_text() for t in ax.get_xticklabels()] == list(agg["save"])
+    [line] = ax.get_lines()
+    np.testing.assert_allclose(line.get_ydata(), agg["burst_probability"])
 
 
 def _boom(*args, **kwargs):
