@@ -25,8 +25,8 @@ from redsim.model.build import build_world
 from redsim.model.clients import start_sources
 from redsim.model.db import grow_write_once
 from redsim.model.event_loop import finish, run
+from redsim.model.gauges import finish_windows
 from redsim.model.world import pack
-from redsim.observe.bins import finish_windows
 
 
 def control_timeout(env: simpy.Environment, delay: float) -> simpy.Event:

@@ -37,3 +37,24 @@ def test_validating_a_scenario_file_does_not_load_the_kernel(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+MODEL_FLOOR = {"redsim.model.state", "redsim.model.jit", "redsim.model.world",
+               "redsim.model.histogram"}
+
+
+def test_the_recorder_sits_below_the_mechanisms():
+    # The recorder (redsim/observe) knows windows, not mechanisms: it may import
+    # the model's floor (state layout, jit, world access, histogram buckets) and
+    # nothing else of it, so mechanisms can import it without a cycle.
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "redsim" / "observe"
+    for path in root.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and \
+                    node.module.startswith("redsim.model"):
+                names = {node.module} if node.module != "redsim.model" else {
+                    f"redsim.model.{a.name}" for a in node.names}
+                assert names <= MODEL_FLOOR, f"{path.name} imports {sorted(names - MODEL_FLOOR)}"

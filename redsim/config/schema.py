@@ -48,7 +48,7 @@ from redsim.config.units import (
 from redsim.fileio import IRREGULAR, TOO_LARGE, UNREADABLE, RefusedFile, open_regular
 from redsim.model.commands import COMMANDS, EFFECT_WRITE
 from redsim.model.presets import DISK_PRESETS, FORK_PRESETS
-from redsim.model.state import EMP_MAX_POINTS
+from redsim.model.state import CONFIG_MAX_HZ, CONFIG_MIN_HZ, EMP_MAX_POINTS
 
 # ---------------------------------------------------------------------------------
 # Annotated value types: a plain Python type plus the unit parser that produces it.
@@ -96,7 +96,7 @@ def _whole_ms(v: Any) -> int:
 def _hz(v: Any) -> int:
     # Redis accepts 0..INT_MAX and clamps to CONFIG_MIN_HZ..CONFIG_MAX_HZ (1..500)
     # when applying it (server.c), so 0 runs at 1 Hz and 1000 at 500 Hz.
-    return min(max(parse_int(v, minimum=0), 1), 500)
+    return min(max(parse_int(v, minimum=0), CONFIG_MIN_HZ), CONFIG_MAX_HZ)
 
 
 Bool = Annotated[bool, _v(parse_bool)]

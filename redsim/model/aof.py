@@ -44,6 +44,7 @@ import math
 from redsim.model import disk, latency
 from redsim.model.histogram import log2_bucket
 from redsim.model.jit import leaf, step
+from redsim.model.main_thread import busy, busy_until
 from redsim.model.protocol import digits
 from redsim.model.state import (
     AOF_BG_END,
@@ -72,7 +73,7 @@ from redsim.model.state import (
     WI_FSYNCS,
     T,
 )
-from redsim.observe.bins import add_interval, count
+from redsim.observe.bins import count
 
 AOF_POSTPONE_MAX = 2  # s of unixtime a write waits for a running fsync (flushAppendOnlyFile)
 WRITEBACK_INTERVAL = 30.0  # s: the kernel writes dirty pages back once they are this old
@@ -147,11 +148,8 @@ def flush_append_only_file(w, force):
         nbytes = I[AOF_BUF]
         if sync_in_progress:
             # On Linux a write() to a file being fsynced waits for the fsync.
-            F[T] = F[AOF_BG_END]
-            add_interval(w, W_CPU_AOF, t0, F[T])
-        spent = F[C_AOF_WRITE] + F[C_AOF_WRITE_B] * nbytes
-        add_interval(w, W_CPU_AOF, F[T], F[T] + spent)
-        F[T] += spent
+            busy_until(w, W_CPU_AOF, F[AOF_BG_END])
+        busy(w, W_CPU_AOF, F[C_AOF_WRITE] + F[C_AOF_WRITE_B] * nbytes)
         took = F[T] - t0
         if sync_in_progress:
             latency.add_sample(w, latency.LM_AOF_WRITE_PENDING_FSYNC, took)
@@ -170,8 +168,7 @@ def flush_append_only_file(w, force):
     if policy == FSYNC_ALWAYS:
         t0 = F[T]
         end = disk.submit(w, t0, I[AOF_UNSYNCED], True)
-        add_interval(w, W_CPU_FSYNC, t0, end)
-        F[T] = end
+        busy_until(w, W_CPU_FSYNC, end)
         record_fsync(w, t0, end)
         latency.add_sample(w, latency.LM_AOF_FSYNC_ALWAYS, end - t0)
         I[AOF_UNSYNCED] = 0

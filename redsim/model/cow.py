@@ -26,6 +26,7 @@ the child had already saved (not measured).
 from __future__ import annotations
 
 from redsim.model.jit import leaf
+from redsim.model.main_thread import busy
 from redsim.model.state import (
     CHILD,
     CHILD_NONE,
@@ -36,9 +37,7 @@ from redsim.model.state import (
     N_PAGES,
     PAGE_SHIFT,
     W_CPU_COW,
-    T,
 )
-from redsim.observe.bins import add_interval
 
 
 @leaf
@@ -80,7 +79,5 @@ def charge_cow(w):
     """Put the copy-on-write faults of the work just done on the main thread."""
     F = w.F
     if F[COW_CPU] > 0.0:
-        t0 = F[T]
-        F[T] = t0 + F[COW_CPU]
-        add_interval(w, W_CPU_COW, t0, F[T])
+        busy(w, W_CPU_COW, F[COW_CPU])
         F[COW_CPU] = 0.0

@@ -32,10 +32,8 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from redsim.model.jit import leaf
-from redsim.model.rng import empirical
+from redsim.model.rng import empirical, lecuyer_seeds, lecuyer_uniform
 from redsim.model.state import (
     CHILD_CHUNK_B,
     CHILD_CHUNKS,
@@ -59,28 +57,16 @@ from redsim.model.state import (
     DIST_UNIFORM,
 )
 
-_M1, _A1 = 2147483563, 40014  # L'Ecuyer's generator, as rng.server_uniform
-_M2, _A2 = 2147483399, 40692
-
 
 def disk_seeds(seed: int) -> tuple[int, int]:
     """Initial states of the disk's generator for a run's root seed."""
-    a, b = np.random.SeedSequence(seed, spawn_key=(0x4449534B,)).generate_state(2)
-    return 1 + int(a) % (_M1 - 1), 1 + int(b) % (_M2 - 1)
+    return lecuyer_seeds(seed, 0x4449534B)
 
 
 @leaf
 def disk_uniform(w):
     """Next uniform in (0, 1) from the disk's generator."""
-    I = w.I
-    x1 = (_A1 * I[DISK_RNG1]) % _M1
-    x2 = (_A2 * I[DISK_RNG2]) % _M2
-    I[DISK_RNG1] = x1
-    I[DISK_RNG2] = x2
-    z = (x1 - x2) % (_M1 - 1)
-    if z == 0:
-        z = _M1 - 1
-    return z / _M1
+    return lecuyer_uniform(w.I, DISK_RNG1, DISK_RNG2)
 
 
 @leaf

@@ -86,7 +86,9 @@ from redsim.model.db import LRU_CLOCK_MAX, LRU_CLOCK_START, resize_dicts
 from redsim.model.eviction import EVICT_FAIL, EVICT_RUNNING, perform_evictions
 from redsim.model.expire import active_expire_cycle
 from redsim.model.fork import fork_command, persistence_cron
+from redsim.model.gauges import snapshot_gauges
 from redsim.model.jit import entry, leaf, step
+from redsim.model.main_thread import busy
 from redsim.model.memory import used_memory
 from redsim.model.protocol import big_args, reply_bytes, request_bytes
 from redsim.model.ring import wrap
@@ -104,6 +106,7 @@ from redsim.model.state import (
     C_WAKE,
     C_WRITE,
     C_WRITE_B,
+    CONFIG_MAX_HZ,
     CONNECTED,
     CRON_WHEN,
     DIST_EXP,
@@ -156,22 +159,12 @@ from redsim.model.state import (
     T,
 )
 from redsim.model.world import as_world, prefetch
-from redsim.observe.bins import add_interval, count, snapshot_gauges
+from redsim.observe.bins import add_interval, count
 
 NET_MAX_WRITES_PER_EVENT = 65536  # bytes per client per write pass (src/networking.c)
 OOM_REPLY_BYTES = len("-OOM command not allowed when used memory > 'maxmemory'.\r\n")
 MAX_CLIENTS_PER_CLOCK_TICK = 200  # dynamic-hz threshold (src/server.h)
-CONFIG_MAX_HZ = 500
 CLIENTS_CRON_MIN_ITERATIONS = 5
-
-
-@leaf
-def busy(w, row, cost):
-    """The main thread spends ``cost`` seconds on activity ``row`` from now."""
-    F = w.F
-    t0 = F[T]
-    F[T] = t0 + cost
-    add_interval(w, row, t0, t0 + cost)
 
 
 # ---- reading and executing ----------------------------------------------------
@@ -636,7 +629,7 @@ def configure(b) -> None:
                    (S.C_CLOSE, cpu.close), (S.C_CRON, cpu.cron),
                    (S.C_CRON_CLIENT, cpu.clients_cron_per_client)):
         b.F[idx] = v * US * cpu.scale
-    hz = min(max(int(server.hz), 1), 500)
+    hz = int(server.hz)  # clamped to CONFIG_MIN_HZ..CONFIG_MAX_HZ by the schema
     b.I[S.HZ_CONF] = hz
     b.I[S.HZ] = hz
     b.I[S.DYN_HZ] = 1 if server.dynamic_hz else 0

@@ -63,6 +63,7 @@ import math
 from redsim.model import aof, disk, latency
 from redsim.model.cow import cow_bytes
 from redsim.model.jit import step
+from redsim.model.main_thread import busy
 from redsim.model.memory import used_memory
 from redsim.model.state import (
     AOF_BASE,
@@ -113,7 +114,7 @@ from redsim.model.state import (
     WI_FORKS,
     T,
 )
-from redsim.observe.bins import add_interval, count
+from redsim.observe.bins import count
 
 HUGE_PAGE_SHIFT = 21  # 2 MB transparent huge pages
 SMALL_PAGE_SHIFT = 12  # 4 KB pages
@@ -158,8 +159,7 @@ def redis_fork(w, child_type):
     mapped = rss / PTES_PER_PMD if I[HEAP_HUGE] else rss
     spent = F[FORK_FIXED] + mapped * F[FORK_PER_BYTE]
     t0 = F[T]
-    F[T] = t0 + spent
-    add_interval(w, W_CPU_FORK, t0, F[T])
+    busy(w, W_CPU_FORK, spent)
     F[LATEST_FORK] = spent
     latency.add_sample(w, latency.LM_FORK, spent)
     I[STAT_FORKS] += 1

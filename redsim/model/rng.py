@@ -148,6 +148,29 @@ _M2, _A2 = 2147483399, 40692
 
 
 @leaf
+def lecuyer_uniform(I, i1, i2):
+    """Next uniform in (0, 1) of L'Ecuyer's combined generator (MRG, two
+    multiplicative components) whose states are the integer scalars ``I[i1]``
+    and ``I[i2]``: a generator a mechanism keeps in two scalars of its own when
+    it may draw more numbers in one iteration than a stream's buffer holds."""
+    x1 = (_A1 * I[i1]) % _M1
+    x2 = (_A2 * I[i2]) % _M2
+    I[i1] = x1
+    I[i2] = x2
+    z = (x1 - x2) % (_M1 - 1)
+    if z == 0:
+        z = _M1 - 1
+    return z / _M1
+
+
+def lecuyer_seeds(seed: int, spawn_key: int) -> tuple[int, int]:
+    """Initial states of a ``lecuyer_uniform`` generator for a run's root seed,
+    one generator per ``spawn_key`` (its own SeedSequence child)."""
+    a, b = np.random.SeedSequence(seed, spawn_key=(spawn_key,)).generate_state(2)
+    return 1 + int(a) % (_M1 - 1), 1 + int(b) % (_M2 - 1)
+
+
+@leaf
 def server_uniform(w):
     """Next uniform in (0, 1) from the keyspace's generator (eviction sampling, LFU).
 
@@ -155,21 +178,12 @@ def server_uniform(w):
     more than a pre-filled stream buffer holds, so it has a generator of its own
     in two integer scalars of ``I`` instead.
     """
-    I = w.I
-    x1 = (_A1 * I[KS_RNG1]) % _M1
-    x2 = (_A2 * I[KS_RNG2]) % _M2
-    I[KS_RNG1] = x1
-    I[KS_RNG2] = x2
-    z = (x1 - x2) % (_M1 - 1)
-    if z == 0:
-        z = _M1 - 1
-    return z / _M1
+    return lecuyer_uniform(w.I, KS_RNG1, KS_RNG2)
 
 
 def server_seeds(seed: int) -> tuple[int, int]:
     """Initial states of ``server_uniform`` for a run's root seed (its own spawn key)."""
-    a, b = np.random.SeedSequence(seed, spawn_key=(0x4B455953,)).generate_state(2)
-    return 1 + int(a) % (_M1 - 1), 1 + int(b) % (_M2 - 1)
+    return lecuyer_seeds(seed, 0x4B455953)
 
 
 # ---- configuration (Python, once per run) ---------------------------------------------

@@ -95,6 +95,11 @@ import numpy as np
  REDIS_72,  # 1 for redis-version 7.2 (where its read path and clientsCron differ from 7.0)
  N_I) = range(117)
 
+# serverCron's frequency bounds (src/server.h): `hz` is clamped to them when it
+# is applied (config/schema.py), and dynamic-hz doubles it up to the maximum.
+CONFIG_MIN_HZ = 1
+CONFIG_MAX_HZ = 500
+
 # Event-loop phases: where the kernel resumes.
 PH_BEFORE_SLEEP = 0
 PH_POLL = 1

@@ -15,31 +15,13 @@ it is dropped from the results.
 from __future__ import annotations
 
 from redsim.model.histogram import _EDGES, N_BUCKETS, bucket, quantile
-from redsim.model.jit import entry, leaf, step
-from redsim.model.memory import clients_memory, used_memory
+from redsim.model.jit import leaf, step
 from redsim.model.state import (
-    AOF_BUF,
-    AOF_SIZE,
-    CHILD,
-    CONNECTED,
-    COW_PAGES,
     CUR_WIN,
-    DIRTY,
     DT,
-    HZ,
-    IN_FLIGHT,
-    KS_BUCKETS,
-    KS_EXP_BUCKETS,
-    KS_EXPIRES,
-    KS_KEYS,
     LAT_N,
     LAT_SUM,
-    MEM_CLIENTS_INFO,
     N_WIN,
-    PAGE_SHIFT,
-    SNAP_WIN,
-    T_NEXT_SNAP,
-    W_HZ,
     W_LAT_MAX,
     W_LAT_SUM,
     W_P50,
@@ -47,25 +29,11 @@ from redsim.model.state import (
     W_P99,
     W_P999,
     WARMUP,
-    WI_AOF_BUF,
-    WI_AOF_SIZE,
-    WI_BUCKETS,
-    WI_CHILD,
-    WI_CONNECTED,
-    WI_COW_BYTES,
-    WI_DIRTY,
     WI_DONE,
-    WI_EXPIRES,
-    WI_IN_FLIGHT,
-    WI_KEYS,
-    WI_MEM_CLIENTS,
-    WI_MEM_CLIENTS_INFO,
-    WI_USED_MEMORY,
     WIN_HI,
     WIN_K,
     WIN_LO,
 )
-from redsim.model.world import as_world
 
 EDGES = _EDGES
 
@@ -127,7 +95,7 @@ def count(w, row, t, n):
 
 
 @step
-def _close_window(w, k):
+def close_window(w, k):
     """Window k's latency percentiles from its histogram, which then starts afresh."""
     I = w.I
     wh = w.rc_whist
@@ -146,7 +114,7 @@ def record_latency(w, te, lat):
     I = w.I
     k = window(F, I, te)
     if k != I[CUR_WIN]:
-        _close_window(w, I[CUR_WIN])
+        close_window(w, I[CUR_WIN])
         I[CUR_WIN] = k
     b = bucket(lat)
     w.rc_whist[b] += 1
@@ -158,41 +126,6 @@ def record_latency(w, te, lat):
         w.rc_hist[b] += 1
         F[LAT_SUM] += lat
         I[LAT_N] += 1
-
-
-@leaf
-def snapshot_gauges(w, te):
-    """Record end-of-window gauges for every window that ends at or before ``te``."""
-    F = w.F
-    I = w.I
-    while te >= F[T_NEXT_SNAP] and I[SNAP_WIN] < I[N_WIN] - 1:
-        k = I[SNAP_WIN]
-        w.rc_wi[cell(I, WI_CONNECTED, k)] = I[CONNECTED]
-        w.rc_wi[cell(I, WI_IN_FLIGHT, k)] = I[IN_FLIGHT]
-        w.rc_wf[cell(I, W_HZ, k)] = I[HZ]
-        w.rc_wi[cell(I, WI_USED_MEMORY, k)] = used_memory(w)
-        w.rc_wi[cell(I, WI_KEYS, k)] = I[KS_KEYS]
-        w.rc_wi[cell(I, WI_EXPIRES, k)] = I[KS_EXPIRES]
-        w.rc_wi[cell(I, WI_BUCKETS, k)] = I[KS_BUCKETS] + I[KS_EXP_BUCKETS]
-        w.rc_wi[cell(I, WI_MEM_CLIENTS, k)] = clients_memory(w)
-        w.rc_wi[cell(I, WI_MEM_CLIENTS_INFO, k)] = I[MEM_CLIENTS_INFO]
-        w.rc_wi[cell(I, WI_AOF_BUF, k)] = I[AOF_BUF]
-        w.rc_wi[cell(I, WI_AOF_SIZE, k)] = I[AOF_SIZE]
-        w.rc_wi[cell(I, WI_COW_BYTES, k)] = I[COW_PAGES] << I[PAGE_SHIFT]
-        w.rc_wi[cell(I, WI_CHILD, k)] = I[CHILD]
-        w.rc_wi[cell(I, WI_DIRTY, k)] = I[DIRTY]
-        I[SNAP_WIN] = k + 1
-        F[T_NEXT_SNAP] += F[DT]
-
-
-@entry
-def finish_windows(world, t_end):
-    """Close the open latency window and snapshot the remaining gauges."""
-    w = as_world(world)
-    F = w.F
-    I = w.I
-    _close_window(w, I[CUR_WIN])
-    snapshot_gauges(w, t_end + 0.5 * F[DT])
 
 
 # ---- configuration (Python, once per run) ---------------------------------------------
