@@ -20,13 +20,7 @@ from typing import Any
 import simpy
 from simpy.core import URGENT
 
-from redsim.model import state as S
-from redsim.model.build import build_world
-from redsim.model.clients import start_sources
-from redsim.model.db import grow_write_once
-from redsim.model.event_loop import finish, run
-from redsim.model.gauges import finish_windows
-from redsim.model.world import pack
+from redsim.kernel import Kernel
 
 
 def control_timeout(env: simpy.Environment, delay: float) -> simpy.Event:
@@ -45,8 +39,7 @@ class Simulation:
                  progress: bool | None = None) -> None:
         self.scenario = scenario
         self.seed = scenario.seed if seed is None else int(seed)
-        self.world, self.streams, self.info = build_world(scenario, self.seed)
-        self.ref = pack(self.world)  # the kernel's view; self.world owns the arrays
+        self.kernel = Kernel(scenario, self.seed)
         self.env = simpy.Environment()
         self.horizon = float(scenario.duration)
         if progress is None:
@@ -54,36 +47,27 @@ class Simulation:
         self.progress = progress
         self._bar = None
 
+    @property
+    def world(self):
+        """The kernel's arrays (``state.World``), for tests and inspection."""
+        return self.kernel.world
+
     # -- SimPy processes -------------------------------------------------------
 
-    def _refill(self) -> None:
-        """What the kernel stopped for: random buffers, and rows for write-once keys."""
-        self.streams.refill()
-        w = self.world
-        if w.I[S.KS_LOW]:
-            extra = max(4 * int(w.I[S.KS_FREE_LOW]), (len(w.ks_cost) - int(w.I[S.KS_ONCE_LO])) // 4)
-            self.world = grow_write_once(w, extra)
-            self.ref = pack(self.world)
-
     def _main_thread(self):
-        w, env = self.world, self.env
+        env = self.env
         while True:
             t_stop = min(env.peek(), self.horizon)
-            while run(self.ref, t_stop) == S.RET_REFILL:
-                self._refill()
-            if w.I[S.RNG_OVERRUN]:
-                raise RuntimeError("random-number buffer overrun (a redsim bug): "
-                                   "an iteration drew more numbers than the buffer holds")
-            t = float(w.F[S.T])
+            t = self.kernel.run_until(t_stop)
             if t >= self.horizon:
                 return
             yield env.timeout(max(t, t_stop) - env.now)
 
-    def _event(self, at: float, child: int):
+    def _event(self, at: float, command: str):
         """A scenario event: at ``at`` s, BGSAVE / BGREWRITEAOF is sent; the main
         thread runs it with the next file events."""
         yield control_timeout(self.env, at)
-        self.world.I[S.FORK_REQ] = child
+        self.kernel.request_fork(command)
 
     def _progress(self):
         step = max(self.horizon / 200.0, float(self.scenario.sample_interval))
@@ -101,7 +85,7 @@ class Simulation:
         """Simulate the whole horizon and return a ``Result``."""
         from redsim.result import Result
 
-        start_sources(self.ref)
+        self.kernel.start()
         if self.progress:
             from tqdm import tqdm
 
@@ -110,16 +94,14 @@ class Simulation:
                              disable=os.environ.get("REDSIM_NO_PROGRESS") == "1")
             self.env.process(self._progress())
         for ev in self.scenario.events:
-            child = S.CHILD_RDB if ev.do == "bgsave" else S.CHILD_AOF
-            self.env.process(self._event(float(ev.at), child))
+            self.env.process(self._event(float(ev.at), ev.do))
         main = self.env.process(self._main_thread())
         self.env.run(until=main)
-        w, ref = self.world, self.ref  # the kernel may have grown the world
-        pending = int(finish(ref, self.horizon))
-        finish_windows(ref, self.horizon)
+        pending = self.kernel.finish(self.horizon)
         if self._bar is not None:
             self._bar.close()
-        return Result.from_world(self.scenario, self.seed, w, self.info, pending)
+        return Result.from_world(self.scenario, self.seed, self.kernel.world, self.kernel.info,
+                                 pending)
 
 
 WARM_UP = {

@@ -58,3 +58,14 @@ def test_the_recorder_sits_below_the_mechanisms():
                 names = {node.module} if node.module != "redsim.model" else {
                     f"redsim.model.{a.name}" for a in node.names}
                 assert names <= MODEL_FLOOR, f"{path.name} imports {sorted(names - MODEL_FLOOR)}"
+
+
+def test_the_driver_reaches_the_kernel_through_its_facade():
+    # simulation.py (SimPy) drives the kernel through redsim/kernel.py: it never
+    # indexes the kernel's scalars or imports the state layout, so the layout can
+    # change without touching the driver.
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "redsim" / "simulation.py").read_text()
+    assert ".F[" not in text and ".I[" not in text
+    assert "model import state" not in text and "model.state" not in text

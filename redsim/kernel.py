@@ -1,0 +1,79 @@
+"""The compiled main thread as Python drives it: build, run until, refill, finish.
+
+No Redis source: the boundary between the SimPy driver (``simulation.py``) and
+the numba kernel. Python code outside ``redsim/model`` goes through ``Kernel``
+instead of indexing the kernel's scalars, so the state's layout stays the
+model's business.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from redsim.model import state as S
+from redsim.model.build import build_world
+from redsim.model.clients import start_sources
+from redsim.model.db import grow_write_once
+from redsim.model.event_loop import finish, run
+from redsim.model.gauges import finish_windows
+from redsim.model.world import pack
+
+FORK_CHILDREN = {"bgsave": S.CHILD_RDB, "bgrewriteaof": S.CHILD_AOF}
+"""A scenario event's command → the fork child it asks for."""
+
+
+class Kernel:
+    """One run's kernel state and the calls that advance it.
+
+    Attributes:
+        world: every array (``state.World``); replaced when the write-once keys'
+            rows grow, so read it from here after running.
+        streams: the random streams that feed it (``rng.RandomStreams``).
+        info: sizes the result needs (windows, groups' names).
+    """
+
+    def __init__(self, scenario: Any, seed: int) -> None:
+        self.world, self.streams, self.info = build_world(scenario, seed)
+        self._ref = pack(self.world)  # the kernel's view; self.world owns the arrays
+
+    @property
+    def now(self) -> float:
+        """The main thread's clock, simulated s."""
+        return float(self.world.F[S.T])
+
+    def start(self) -> None:
+        """Start every client group's sources (their first think times and arrivals)."""
+        start_sources(self._ref)
+
+    def run_until(self, t_stop: float) -> float:
+        """Advance the main thread iteration by iteration until ``t_stop`` (it
+        stops at an iteration boundary, or asleep until ``t_stop``); refill the
+        random buffers and grow the write-once keys' rows whenever it asks.
+        Returns the main thread's clock."""
+        while run(self._ref, t_stop) == S.RET_REFILL:
+            self._refill()
+        if self.world.I[S.RNG_OVERRUN]:
+            raise RuntimeError("random-number buffer overrun (a redsim bug): "
+                               "an iteration drew more numbers than the buffer holds")
+        return self.now
+
+    def _refill(self) -> None:
+        self.streams.refill()
+        w = self.world
+        if w.I[S.KS_LOW]:
+            extra = max(4 * int(w.I[S.KS_FREE_LOW]),
+                        (len(w.ks_cost) - int(w.I[S.KS_ONCE_LO])) // 4)
+            self.world = grow_write_once(w, extra)
+            self._ref = pack(self.world)
+
+    def request_fork(self, command: str) -> None:
+        """``BGSAVE`` / ``BGREWRITEAOF`` arrives; the main thread runs it with
+        the next file events (``fork.fork_command``)."""
+        self.world.I[S.FORK_REQ] = FORK_CHILDREN[command]
+
+    def finish(self, horizon: float) -> int:
+        """Close the books at ``horizon``: requests still in flight count up to
+        it, the last window closes. Returns the requests still pending."""
+        pending = int(finish(self._ref, horizon))
+        finish_windows(self._ref, horizon)
+        return pending
