@@ -53,11 +53,12 @@ def closed_mva(n: int, think_s: float, service_us: float, duration: float, seed:
 def tiny_world(scenario: dict, seed: int = 1):
     """A kernel world built from a few scenario fields (a dict; ``duration`` 1 s
     unless given), for calling one kernel function on it from a test, as the
-    kernel would: returns (world, random streams). The world's random-number
-    buffer is the flat view the kernel reads (stream s at s x size), so a test's
-    ``streams.refill()`` reaches it."""
+    kernel would: returns (world, random streams). Every two-dimensional array
+    (the recorded series, the delay lines, the random-number buffer) is the flat
+    view the kernel indexes (``row * n_columns + column``; stream s at s x size,
+    so a test's ``streams.refill()`` reaches it)."""
     from redsim import load_scenario
     from redsim.model.build import build_world
 
     w, streams, _ = build_world(load_scenario({"duration": 1, **scenario}), seed)
-    return w._replace(rg_buf=w.rg_buf.reshape(-1)), streams
+    return w._replace(**{f: a.reshape(-1) for f, a in w._asdict().items() if a.ndim > 1}), streams
