@@ -19,10 +19,23 @@ from pathlib import Path
 
 import pytest
 
+_TESTS = Path(__file__).resolve().parent
+SLOW_FOLDERS = ("examples",)
+"""Folders of tests/ whose tests are all in the slow lane. tests/examples is the
+file users copy into their own repositories (S0 runs through the ``redsim``
+fixture), so it carries no marker of this project; it is marked here."""
+
 _DIR = Path(tempfile.gettempdir()) / f"redsim-tests-{os.getuid()}"
 _LOCK = _DIR / "measure.lock"
 _WANT = _DIR / "measure.wanted"
 _STALE_S = 1800.0  # a flag older than this was left by a killed run
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        parts = Path(item.path).resolve().relative_to(_TESTS).parts
+        if len(parts) > 1 and parts[0] in SLOW_FOLDERS:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)
@@ -81,3 +94,13 @@ def saved_figures(monkeypatch):
     monkeypatch.setattr(sweep_plots, "_save", save)
     return figures
 
+
+@pytest.fixture(scope="session")
+def s0_cache(request, tmp_path_factory):
+    """Folder of the shared whole-S0 runs (``tests/s0_runs.py``): pytest's cache
+    directory, so a re-run on unchanged code reads them; under
+    ``--redsim-no-cache`` a folder of this session, shared by its xdist workers
+    (the parent of each worker's base temp), so they are still simulated once."""
+    if request.config.getoption("--redsim-no-cache"):
+        return tmp_path_factory.getbasetemp().parent / "s0-runs"
+    return request.config.cache.mkdir("redsim-s0")

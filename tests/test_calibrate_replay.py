@@ -29,6 +29,7 @@ def measured():
     return out
 
 
+@pytest.mark.slow  # fits by running the model dozens of times: ~8 s
 def test_the_fit_gives_the_planted_costs_back(measured):
     fit = replay.fit_in_model("7.0", measured[:3], [], io_us=6.0, command_us=0.7,
                               wakeup_us=25.0)
@@ -40,6 +41,7 @@ def test_the_fit_gives_the_planted_costs_back(measured):
     assert max(abs(r) for r in fit.residuals) < 0.02
 
 
+@pytest.mark.slow  # fits by running the model dozens of times: ~8 s
 def test_without_sleep_counts_the_default_wakeup_stays(measured):
     # A remote server: only the 50-connection loads, W is the model's default
     # (16.7 µs, close to the planted 15 µs): a and b absorb the difference of

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 TINY = {"name": "tiny", "duration": "200ms", "sample-interval": "50ms",
@@ -28,6 +29,7 @@ def test_bad_file_gives_one_line_and_exit_2(tmp_path: Path):
     assert len(p.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # two CLI runs in fresh interpreters: ~12 s
 def test_run_writes_an_identical_run_folder_twice(tmp_path: Path):
     sc = tmp_path / "tiny.yaml"
     sc.write_text(yaml.safe_dump(TINY))

@@ -182,3 +182,16 @@ def test_model_map_collects_sources_and_deviations():
     # `ae.c` and `src/ae.c` in event_loop.py's docstring are one file.
     loop = _section(text, "redsim/model/event_loop.py")
     assert "`src/ae.c`" in loop and "`ae.c`" not in loop.split("Redis source:")[1].split("\n")[0]
+
+
+def test_the_module_command_gives_the_same_verdict() -> None:
+    # `python -m redsim.docs --check` (what the README tells a contributor to run)
+    # agrees with the in-process check, and names each stale page.
+    import subprocess
+
+    stale = [p.relative_to(REPO).as_posix() for p in docs.stale(docs.generate())]
+    p = subprocess.run([sys.executable, "-m", "redsim.docs", "--check"], cwd=REPO,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == (1 if stale else 0), p.stderr
+    assert [line.removeprefix("stale: ") for line in p.stderr.splitlines()
+            if line.startswith("stale: ")] == stale

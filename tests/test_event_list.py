@@ -40,7 +40,7 @@ def _world(width: float, n_buckets: int):
     return world
 
 
-@njit
+@njit(cache=True)  # compiled once per kernel version (the cache directory is keyed by it)
 def _drive(ref, ops, a, b):
     """Apply ops; returns the popped (t, kind, id) rows and the peeked times."""
     w = as_world(ref)

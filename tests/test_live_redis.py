@@ -21,7 +21,8 @@ import pytest
 
 from redsim.live.server import RedisServer
 
-pytestmark = pytest.mark.live
+# Minutes against a real server, alone on the machine: in the slow lane too.
+pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 
 def _alive(pid: int) -> bool:

@@ -25,6 +25,10 @@ sys.path.insert(0, str(ROOT / "results"))
 
 import regenerate  # noqa: E402
 
+# After a model change (the case this file is for) it reruns whole S0 runs and
+# sweep points: minutes.
+pytestmark = pytest.mark.slow
+
 # Headline figures and how far a changed model may move them before results/
 # must be regenerated: counts of bursts exactly, phase lengths and memory
 # given back within 15 % (the seed's own ranges are wider), latency and

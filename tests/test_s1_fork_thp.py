@@ -45,6 +45,7 @@ def test_ec2_fork_is_short_but_the_spike_is_long() -> None:
     assert row["cpu_cow"] > 0.5
 
 
+@pytest.mark.slow  # two 8 s runs of 15 M keys: ~15 s
 def test_bare_metal_huge_pages_vs_4k_pages() -> None:
     thp = _run("fork-thp-bare-metal")
     small = _run("fork-thp-off-bare-metal")

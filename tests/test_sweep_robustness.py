@@ -592,6 +592,7 @@ linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="reads /proc; PR_SET_PDEATHSIG is Linux's")
 
 
+@pytest.mark.slow  # a CLI sweep killed and resumed: ~15 s
 @linux_only
 def test_workers_die_when_the_sweep_is_sigkilled_and_resume_completes(tmp_path) -> None:
     # 12 runs of 2 s simulated each: the kill lands while workers simulate.

@@ -107,6 +107,7 @@ class _Kill(Exception):
     pass
 
 
+@pytest.mark.slow  # six sweeps, each interrupted and resumed: ~10 s
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(k=st.integers(min_value=0, max_value=7))
@@ -132,6 +133,7 @@ def test_resume_after_interruption_loses_and_duplicates_nothing(reference, tmp_p
     assert _tables(out) == _tables(reference)
 
 
+@pytest.mark.slow  # worker processes, killed and resumed: ~20 s
 def test_resume_after_sigkill_of_a_parallel_sweep(tmp_path) -> None:
     # A real kill -9 of `redsim sweep --jobs 2` once some runs are on disk: every
     # file left is whole, and --resume completes to the uninterrupted tables.
@@ -161,6 +163,7 @@ def test_resume_after_sigkill_of_a_parallel_sweep(tmp_path) -> None:
     assert _tables(out) == _tables(ref)
 
 
+@pytest.mark.slow  # a process pool and a dask cluster: ~15 s
 def test_local_pool_and_dask_give_the_tables_of_a_serial_run(reference, tmp_path) -> None:
     distributed = pytest.importorskip("distributed")
     run_sweep(load_sweep(_sweep()), tmp_path / "pool", jobs=2, progress=False)

@@ -13,6 +13,7 @@ S0 = Path(__file__).resolve().parents[1] / "scenarios" / "gitlab-2022.yaml"
 SHORT = ["duration=300s"]  # the same runs as tests/examples: the fixture's cache shares them
 
 
+@pytest.mark.slow  # S0 for 5 simulated minutes (read from the run cache after once)
 def test_a_burst_fails_assert_no_burst_with_the_phase_table(redsim) -> None:
     with pytest.raises(AssertionError) as info:
         redsim.assert_no_burst(S0, set=SHORT, seeds=[1])
@@ -22,6 +23,7 @@ def test_a_burst_fails_assert_no_burst_with_the_phase_table(redsim) -> None:
     assert "cycle  phase 1  phase 2" in msg  # the table itself
 
 
+@pytest.mark.slow  # S0 for 5 simulated minutes (read from the run cache after once)
 def test_assert_burst_checks_when(redsim) -> None:
     [r] = redsim.assert_burst(S0, set=SHORT, seeds=[1])
     start = float(r.phases[r.phases["burst"]].iloc[0].phase2_start)
@@ -30,6 +32,7 @@ def test_assert_burst_checks_when(redsim) -> None:
     assert 60 < start < 300
 
 
+@pytest.mark.slow  # S0 for 5 simulated minutes (read from the run cache after once)
 def test_no_burst_fails_assert_burst_naming_what_fell_short(redsim) -> None:
     over = [*SHORT, "engine.cpu.scale=0.5"]
     with pytest.raises(AssertionError) as info:
@@ -49,6 +52,23 @@ def _mdl(rate: float = 2000) -> dict:
             "clients": [{"kind": "open", "rate": rate, "processes": 1,
                          "pool": {"max-size": 1000}, "mix": {"GET": 1},
                          "keyspace": {"keys": 100}}]}
+
+
+def test_the_plugin_binds_the_fixture_to_the_session_cache(request, redsim) -> None:
+    # The `redsim` fixture comes from the installed plugin (setup.cfg's pytest11
+    # entry point) and keeps its runs under pytest's cache directory.
+    from redsim import pytest_plugin
+
+    assert request.config.pluginmanager.get_plugin("redsim") is pytest_plugin
+    if request.config.getoption("--redsim-no-cache"):
+        assert redsim.cache is None
+        return
+    assert redsim.cache.store.out == request.config.cache.mkdir("redsim")
+    from redsim.config import scenario_hash
+
+    first = redsim.run(_mdl(rate=1000))
+    assert redsim.run(_mdl(rate=1000)).cached  # the second read from that folder
+    assert redsim.cache.get(scenario_hash(first.scenario), first.seed) is not None
 
 
 def test_runs_are_cached_by_scenario_and_seed(tmp_path) -> None:
@@ -76,6 +96,7 @@ def test_headroom_finds_the_load_where_utilisation_crosses_one_half(tmp_path) ->
     assert none.failing is None and none.boundary == 4000 and "no failure" in str(none)
 
 
+@pytest.mark.slow  # a pytest session in a subprocess: ~10 s
 def test_a_failing_headroom_assert_prints_the_sentence(tmp_path):
     # The README writes `assert h.boundary >= X, h`; pytest shows the message by
     # repr(), so that must be the "safe up to ..., failing at ..." line.

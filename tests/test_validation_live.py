@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = pytest.mark.live
+# Minutes against a real server, alone on the machine: in the slow lane too.
+pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 
 def test_quick_subset_is_within_tolerance(tmp_path):

@@ -48,3 +48,16 @@ def test_back_to_back_repetitions_keep_the_floor():
     exp, _ = _exp([10.0, 10.1, 9.9])
     row, _ = run_experiment(SimpleNamespace(reps=3), exp)
     assert row.tolerance == 0.20  # CV 1 %: 3 x CV = 3 % < the 20 % floor
+
+
+def test_the_module_command_is_redsim_validate_model():
+    # `python -m redsim.validation` is `redsim validate-model`: same parser, same
+    # options (no server needed to ask for its help).
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "redsim.validation", "--help"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("usage: redsim validate-model")
+    assert "--quick" in p.stdout and "--only" in p.stdout
