@@ -102,5 +102,8 @@ def s0_cache(request, tmp_path_factory):
     ``--redsim-no-cache`` a folder of this session, shared by its xdist workers
     (the parent of each worker's base temp), so they are still simulated once."""
     if request.config.getoption("--redsim-no-cache"):
-        return tmp_path_factory.getbasetemp().parent / "s0-runs"
+        base = tmp_path_factory.getbasetemp()
+        if hasattr(request.config, "workerinput"):  # an xdist worker: the session's folder
+            base = base.parent
+        return base / "s0-runs"
     return request.config.cache.mkdir("redsim-s0")

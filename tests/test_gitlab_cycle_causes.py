@@ -18,9 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from redsim import simulate
 from redsim.config import load_scenario
 from redsim.simulation import Simulation
+from tests.s0_runs import s0_result
+
+# Nine runs of the whole S0 deployment, 200-300 simulated s each: minutes.
+pytestmark = pytest.mark.slow
 
 SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "gitlab-2022.yaml"
 TTL_8H = SCENARIO.with_name("gitlab-2022-ttl-8h.yaml")
@@ -28,13 +31,17 @@ SHORT = ["duration=300s"]
 MB = 2**20
 
 
-def run(*overrides: str):
-    return simulate(load_scenario(SCENARIO, overrides=[*SHORT, *overrides]), seed=7,
-                    progress=False)
+@pytest.fixture(scope="module")
+def run(s0_cache):
+    """S0 shortened to 300 s with ``overrides``, seed 7: simulated once per suite
+    and code version (tests/s0_runs.py)."""
+    def run(*overrides: str):
+        return s0_result(s0_cache, 7, [*SHORT, *overrides])
+    return run
 
 
 @pytest.fixture(scope="module")
-def baseline():
+def baseline(run):
     return run()
 
 
@@ -46,7 +53,7 @@ def test_the_shortened_baseline_bursts(baseline):
     assert swing.max() - swing.median() > 200 * MB   # thousands of 40 KB buffers
 
 
-def test_cpu_headroom_a_twice_faster_core_keeps_up_with_evictions(baseline):
+def test_cpu_headroom_a_twice_faster_core_keeps_up_with_evictions(run, baseline):
     # engine.cpu.scale 0.5 halves every main-thread cost, eviction included: the
     # thread is ~45 % busy. The limit is still reached and keys are still evicted,
     # but a 40 KB buffer's eviction (~0.3 ms) no longer delays enough other requests
@@ -63,7 +70,7 @@ def test_cpu_headroom_a_twice_faster_core_keeps_up_with_evictions(baseline):
     assert r.timeseries["mem_clients_true"].max() < peak / 2
 
 
-def test_few_active_connections_one_connection_per_process(baseline):
+def test_few_active_connections_one_connection_per_process(run, baseline):
     # pool.max-size 1: each process's 2 500 sources share one connection, so a
     # backlog waits in the pools (kernel-free, Redis-free memory) and no connection
     # goes from trimmed to active: client memory cannot swing. 1 200 connections
@@ -78,7 +85,7 @@ def test_few_active_connections_one_connection_per_process(baseline):
     assert clients.max() - clients.median() < 20 * MB
 
 
-def test_enough_maxmemory_the_growth_and_the_swing_fit():
+def test_enough_maxmemory_the_growth_and_the_swing_fit(run):
     # The same dataset (preload-limit 0.997 of 60 GB, restated as a fraction of
     # 62 GB) under a 2 GB higher limit: 300 s of write-once keys add ~0.2 GB
     # (~300 keys/s × 2.4 KB) and all 12 000 connections with 40 KB buffers
@@ -125,12 +132,12 @@ def test_ttl_8h_variant_is_the_same_deployment():
     assert a == b
 
 
-def test_ttl_8h_the_shipped_variant_fits_under_maxmemory():
+def test_ttl_8h_the_shipped_variant_fits_under_maxmemory(s0_cache):
     # The seed's fix (scenarios/gitlab-2022-ttl-8h.yaml): the write-once keys now
     # leave after 8 h, so ~300 keys/s × 8 h ≈ 8.6 M of them (~20 GB) stay, beside
     # the hot set: used memory settles a little below maxmemory, no eviction
     # starts and there is no burst.
-    r = simulate(load_scenario(TTL_8H, overrides=["duration=200s"]), seed=7, progress=False)
+    r = s0_result(s0_cache, 7, ["duration=200s"], scenario=TTL_8H)
     s = r.summary
     assert s["evicted_keys"] == 0 and not s["burst_detected"]
     assert s["expired_keys"] > 0
@@ -140,7 +147,7 @@ def test_ttl_8h_the_shipped_variant_fits_under_maxmemory():
 # The seed also tried two mitigations that did not work; the mechanism says why.
 
 
-def test_minimum_tenacity_does_not_stop_the_burst(baseline):
+def test_minimum_tenacity_does_not_stop_the_burst(run, baseline):
     # maxmemory-eviction-tenacity 0: each call stops after its first 16 keys and
     # the evictionTimeProc timer continues once per event-loop iteration. Every
     # key still costs the same ~31 µs, and the keys to evict still grow with the
@@ -152,7 +159,7 @@ def test_minimum_tenacity_does_not_stop_the_burst(baseline):
     assert swing.max() - swing.median() > 200 * MB
 
 
-def test_lazy_eviction_frees_strings_synchronously(baseline):
+def test_lazy_eviction_frees_strings_synchronously(run, baseline):
     # lazyfree-lazy-eviction hands a value to the bio thread only if its free
     # effort exceeds 64; a string's is 1, so every eviction of this all-string
     # cache frees on the main thread either way (seed: disabling lazy eviction

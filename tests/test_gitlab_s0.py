@@ -17,12 +17,16 @@ call of every run is checked.
 
 from __future__ import annotations
 
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+
+from tests.s0_runs import s0_results
+
+# Three 30-minute runs of the whole deployment: a few minutes of both cores.
+pytestmark = pytest.mark.slow
 
 SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "gitlab-2022.yaml"
 SEEDS = (1, 2, 3)
@@ -30,19 +34,11 @@ T_95_DF2 = 4.303
 MB = 1e6  # the seed's "MB" of a memory graph: 10^6 bytes; 2^20 changes no verdict
 
 
-def _replicate(seed: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    from redsim import simulate
-    from redsim.config import load_scenario
-
-    r = simulate(load_scenario(SCENARIO), seed=seed, progress=False)
-    return r.phases(), r.eviction_calls, r.summary
-
-
 @pytest.fixture(scope="module")
-def runs():
-    # Two workers: the machine has two cores and each run is single-threaded.
-    with ProcessPoolExecutor(max_workers=2) as pool:
-        return list(pool.map(_replicate, SEEDS))
+def runs(s0_cache) -> list[tuple[pd.DataFrame, pd.DataFrame, dict]]:
+    # Simulated once per suite (tests/s0_runs.py: on disk, both workers share them).
+    return [(r.phases(), r.eviction_calls, r.summary)
+            for r in s0_results(s0_cache, SEEDS, scenario=SCENARIO)]
 
 
 def _steady(cycles: pd.DataFrame) -> pd.DataFrame:
