@@ -25,6 +25,8 @@ sys.path.insert(0, str(ROOT / "results"))
 
 import regenerate  # noqa: E402
 
+from tests.s0_runs import s0_result  # noqa: E402
+
 # After a model change (the case this file is for) it reruns whole S0 runs and
 # sweep points: minutes.
 pytestmark = pytest.mark.slow
@@ -53,7 +55,7 @@ def _close(name: str, old, new) -> bool:
 
 @pytest.mark.parametrize("item", regenerate.RUNS + regenerate.PERSISTENCE,
                          ids=lambda r: r.folder)
-def test_run_folders_match_their_scenario_and_model(item) -> None:
+def test_run_folders_match_their_scenario_and_model(item, s0_cache) -> None:
     why = item.stale()
     assert why in ("", "the model changed"), (
         f"results/{item.folder}: {why}; run python results/regenerate.py")
@@ -62,24 +64,23 @@ def test_run_folders_match_their_scenario_and_model(item) -> None:
     assert committed["scenario_hash"] == prov["scenario_hash"]
     if why == "":
         return  # same scenario, seed and model: identical by construction
-    from redsim import load_scenario, simulate
+    from redsim import load_scenario
 
-    sc = load_scenario(regenerate.SCENARIOS / item.scenario)
-    fresh = simulate(sc, seed=sc.seed, progress=False).summary
+    path = regenerate.SCENARIOS / item.scenario
+    # Shared with the test files that run the same scenario and seed (tests/s0_runs.py).
+    fresh = s0_result(s0_cache, load_scenario(path).seed, scenario=path).summary
     off = [f"{k}: committed {committed.get(k)}, now {fresh.get(k)}" for k in TOLERANCES
            if k in committed and not _close(k, committed.get(k), fresh.get(k))]
     assert not off, (f"results/{item.folder} is stale beyond tolerance "
                      f"(python results/regenerate.py): " + "; ".join(off))
 
 
-def _still_flips(item, cases: list[tuple[list[str], bool, str]]) -> None:
+def _still_flips(item, cases: list[tuple[list[str], bool, str]], cache) -> None:
     """Rerun S0 (seed 1, 10 simulated minutes: the sweeps' replication 0) with each
     case's overrides and check it bursts, or not, as the committed sweep says."""
-    from redsim.testing import run
-
     for overrides, burst, what in cases:
-        r = run(regenerate.SCENARIOS / "gitlab-2022.yaml", seed=1,
-                set=["duration=10m", *overrides])
+        r = s0_result(cache, 1, ["duration=10m", *overrides],
+                      scenario=regenerate.SCENARIOS / "gitlab-2022.yaml")
         assert r.summary["burst_detected"] == burst, (
             f"results/{item.folder}: {what} now "
             f"{'bursts' if not burst else 'does not burst'}; python results/regenerate.py")
@@ -90,7 +91,7 @@ def _flip(p) -> int:
     return int((p > 0.5).argmax())
 
 
-def test_cpu_headroom_sweep_boundary_still_holds() -> None:
+def test_cpu_headroom_sweep_boundary_still_holds(s0_cache) -> None:
     item = regenerate.SWEEPS[0]
     agg = pd.read_csv(regenerate.HERE / item.folder / "aggregate.csv")
     p = agg["burst_probability"].to_numpy()
@@ -99,10 +100,10 @@ def test_cpu_headroom_sweep_boundary_still_holds() -> None:
         i = _flip(p)
         _still_flips(item, [([f"engine.cpu.scale={agg['cpu-scale'].iloc[j]}"], burst,
                               f"scale {agg['cpu-scale'].iloc[j]}")
-                             for j, burst in ((i - 1, False), (i, True))])
+                             for j, burst in ((i - 1, False), (i, True))], s0_cache)
 
 
-def test_ttl_connections_grid_still_flips_where_it_did() -> None:
+def test_ttl_connections_grid_still_flips_where_it_did(s0_cache) -> None:
     item = regenerate.SWEEPS[1]
     agg = pd.read_csv(regenerate.HERE / item.folder / "aggregate.csv")
     first = agg[agg["pool-size"] == agg["pool-size"].iloc[0]].sort_values("ttl")
@@ -113,10 +114,10 @@ def test_ttl_connections_grid_still_flips_where_it_did() -> None:
         _still_flips(item, [([f"clients[0].pool.max-size={pool}",
                               f"clients[0].mix[1].ttl={first['ttl'].iloc[j]}"], burst,
                              f"TTL {first['ttl'].iloc[j]:.0f} s")
-                            for j, burst in ((i - 1, False), (i, True))])
+                            for j, burst in ((i - 1, False), (i, True))], s0_cache)
 
 
-def test_frontier_bracket_still_holds() -> None:
+def test_frontier_bracket_still_holds(s0_cache) -> None:
     item = regenerate.SWEEPS[2]
     table = pd.read_csv(regenerate.HERE / item.folder / "frontier.csv")
     assert table["y_frontier"].notna().all()
@@ -124,7 +125,8 @@ def test_frontier_bracket_still_holds() -> None:
         row = table.iloc[0]
         _still_flips(item, [([f"clients[0].pool.max-size={int(row['pool-size'])}",
                               f"clients[0].mix[1].ttl={ttl}"], burst, f"TTL {ttl:.0f} s")
-                            for ttl, burst in ((row["y_ok"], False), (row["y_over"], True))])
+                            for ttl, burst in ((row["y_ok"], False), (row["y_over"], True))],
+                    s0_cache)
 
 
 @pytest.mark.parametrize("item", [s for s in regenerate.SWEEPS if not s.frontier],
