@@ -180,3 +180,13 @@ def test_the_lone_pipelined_client_checks_the_fit_and_does_not_move_it(monkeypat
     assert out["cpu.wakeup"].value == pytest.approx(W_US - 1.0, rel=1e-6)  # minus the iteration
     assert "c=1 P=16, not fitted, is +30% off it" in out["cpu.io_per_request"].method
     assert out["cpu.set_c1_p16"].value == pytest.approx(2.2425, rel=1e-6)
+
+
+def test_a_loads_repetitions_are_kept_and_combined_per_calibration():
+    m = Measurement("cpu.set_c1_p1", 30.0, "us", 1.0, 3, "m", values=(29.123456, 30.0, 31.0))
+    assert m.as_dict()["values"] == [29.12, 30.0, 31.0]  # 4 significant figures
+    assert "values" not in Measurement("x", 1.0, "us", 0.0, 1, "m").as_dict()
+    docs = [{"values": {}, "measurements": [dict(m.as_dict(), value=v)]} for v in (30.0, 36.0)]
+    out = fragment.combine(docs, {})["measurements"][0]
+    # Combined: one value per calibration, as `value` (their median) and `spread`.
+    assert out["values"] == [30.0, 36.0] and out["value"] == 33.0 and out["n"] == 2

@@ -61,3 +61,15 @@ def test_the_module_command_is_redsim_validate_model():
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith("usage: redsim validate-model")
     assert "--quick" in p.stdout and "--only" in p.stdout
+
+
+def test_the_calibrations_repetitions_of_the_load_join_the_tolerance():
+    # This row: 10, 10, 10 (CV 0); the calibration measured the same load at
+    # 12, 12, 12. Over the six: mean 11, sample sd sqrt(6/5) = 1.0954, CV 9.96 %,
+    # so 3 x CV = 29.9 % > the 20 % floor. The compared figure stays this row's 10.
+    exp, _ = _exp([10.0, 10.0, 10.0])
+    row, values = run_experiment(SimpleNamespace(reps=3), exp, pooled=[12.0, 12.0, 12.0])
+    assert values == [10.0, 10.0, 10.0] and row.real == 10.0
+    assert row.tolerance == pytest.approx(3 * (6 / 5) ** 0.5 / 11, rel=1e-9)
+    assert "the 6 real runs, the calibration's 3 included" in row.note
+    assert row.real_cv == 0.0  # the row's own runs; the pooled CV is in the note

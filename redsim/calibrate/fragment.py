@@ -82,6 +82,8 @@ def combine(docs: list[dict[str, Any]], made: dict[str, Any]) -> dict[str, Any]:
         first["value"] = float(f"{statistics.median(vals):.4g}")
         first["spread"] = float(f"{statistics.stdev(vals):.4g}") if len(vals) > 1 else 0.0
         first["n"] = len(vals)
+        if "values" in first:
+            first["values"] = vals  # one per calibration, as value and spread
         first["method"] = f"median of {len(vals)} calibrations ({', '.join(map(str, vals))}); " \
             + str(ms[0]["method"])
         measurements.append(first)

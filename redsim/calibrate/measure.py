@@ -77,6 +77,8 @@ class Measurement:
         n: repetitions (or samples).
         method: how it was measured, in words.
         field: the scenario field it fills (dotted path), or None (evidence only).
+        values: the repetitions themselves, where they are kept (the SET loads'
+            CPU figures, which the validation pools with its own repetitions).
     """
 
     name: str
@@ -86,6 +88,7 @@ class Measurement:
     n: int
     method: str
     field: str | None = None
+    values: tuple[float, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "value": _round(self.value),
@@ -93,6 +96,8 @@ class Measurement:
                                "n": self.n, "method": self.method}
         if self.field:
             out["field"] = self.field
+        if self.values:
+            out["values"] = [_round(v) for v in self.values]
         return out
 
 
@@ -327,7 +332,8 @@ def measure_cpu(t: Target, commands: list[str], reps: int = 3,
             solver.spread([p.us_per_request for p in pts]), reps,
             f"main-thread CPU per SET, redis-benchmark -c {ld.clients} -P {ld.pipeline}"
             + (f"; {m.sleeps_per_request:.3f} epoll sleeps per SET"
-               if m.sleeps_per_request is not None else "")))
+               if m.sleeps_per_request is not None else ""),
+            values=tuple(p.us_per_request for p in pts)))
     # Each command is measured next to a SET load of the same shape, and costed
     # as the fit's SET cost times the ratio of the two: the host's speed drifts
     # by tens of % over seconds (a VM's neighbours), which a ratio of two loads a

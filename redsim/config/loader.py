@@ -759,8 +759,9 @@ def _warn_not_yet_modelled(scenario: Scenario, file: str | None) -> None:
         return
     _WARNED.add(key)  # type: ignore[arg-type]
     text = (f"{source or 'scenario'}: {', '.join(sorted(found))} "
-            f"{'is' if len(found) == 1 else 'are'} checked but not modelled yet, and change "
-            "nothing in this run: " + "; ".join(f"{n}: {t}" for n, t in sorted(found.items())))
+            + ("is checked but not modelled yet, and changes" if len(found) == 1 else
+               "are checked but not modelled yet, and change")
+            + " nothing in this run: " + "; ".join(f"{n}: {t}" for n, t in sorted(found.items())))
     warnings.warn(text, UnmodelledDirectiveWarning, stacklevel=3)
 
 
