@@ -6,6 +6,7 @@ import functools
 import json
 import os
 import platform
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,28 @@ def model_version() -> str:
 class FigureWarning(UserWarning):
     """A figure (of a run folder or a sweep) could not be drawn; the data files and
     tables were written regardless."""
+
+
+def draw_guarded(path: Path, draw: Callable[[], None], tail: str) -> bool:
+    """Draw one figure into ``path`` (``draw()`` writes it); a failure costs that
+    figure only. Its file is removed (a partial PNG, or one an earlier run left
+    in the same folder, would pass for this one's) and a ``FigureWarning`` says
+    in one line which figure, why, and ``tail`` (where the data are). Returns
+    whether the figure was written."""
+    import warnings
+
+    try:
+        draw()
+    except Exception as exc:  # noqa: BLE001 - a figure is never worth the data
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:  # the warning below still says the figure is not this run's
+            pass
+        reason = " ".join(str(exc).split()) or "no message"  # one line
+        warnings.warn(FigureWarning(f"{path.name} not written ({type(exc).__name__}: "
+                                    f"{reason}); {tail}"), stacklevel=3)
+        return False
+    return True
 
 
 @dataclass
@@ -319,8 +342,6 @@ class Result:
         pass for this run's) and a ``FigureWarning`` says in one line which
         figure and why; the other figures are still drawn.
         """
-        import warnings
-
         from redsim import plots  # looked up at call time: tests replace a figure function
 
         title = f"{self.scenario.name} (seed {self.seed})"
@@ -329,23 +350,9 @@ class Result:
         if "used_memory" in ts and self.scenario.server.maxmemory:
             figures.append(("cycles.png", lambda path: plots.plot_cycles(
                 ts, path, cycles, title=f"{title}: the eviction cycle")))
-        written = []
-        for name, draw in figures:
-            path = out / name
-            try:
-                draw(path)
-            except Exception as exc:  # any failure of a figure is reported, not raised
-                try:
-                    path.unlink(missing_ok=True)
-                except OSError:  # the warning below still says the figure is not this run's
-                    pass
-                reason = " ".join(str(exc).split()) or "no message"  # one line
-                warnings.warn(FigureWarning(
-                    f"{name} not written ({type(exc).__name__}: {reason}); "
-                    f"the run's data files in {out} are complete"), stacklevel=3)
-            else:
-                written.append(name)
-        return written
+        tail = f"the run's data files in {out} are complete"
+        return [name for name, draw in figures
+                if draw_guarded(out / name, lambda d=draw, p=out / name: d(p), tail)]
 
 
 def _jsonable(d: dict) -> dict:

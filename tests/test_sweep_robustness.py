@@ -522,7 +522,8 @@ def test_a_failing_figure_costs_only_itself(tmp_path, monkeypatch) -> None:
     with pytest.warns(FigureWarning) as caught:
         res = run_sweep(load_sweep(_write(tmp_path, ONE_AXIS)), out, jobs=1, progress=False)
     assert [str(w.message) for w in caught] == [
-        "figure burst_probability.png not written: RuntimeError: no ink"]
+        "burst_probability.png not written (RuntimeError: no ink second line); "
+        f"the sweep's tables in {out} are complete"]
     assert calls == ["burst_probability", "latency_p99_s"]  # it went on
     assert len(res.runs) == 2 and len(pd.read_parquet(out / "runs.parquet")) == 2
     assert len(pd.read_csv(out / "aggregate.csv")) == 2
@@ -543,9 +544,10 @@ def test_the_cli_shows_a_failing_figure_in_one_line(tmp_path) -> None:
                        timeout=600)
     assert p.returncode == 0, p.stderr
     # Both figures of a one-axis sweep fail, each on one line of its own.
-    assert [ln for ln in p.stderr.splitlines() if "figure" in ln or "Warning" in ln] == [
-        "redsim: warning: figure burst_probability.png not written: RuntimeError: no ink",
-        "redsim: warning: figure latency_p99_s.png not written: RuntimeError: no ink"]
+    assert [ln for ln in p.stderr.splitlines() if "not written" in ln or "Warning" in ln] == [
+        f"redsim: warning: {name}.png not written (RuntimeError: no ink second line); "
+        f"the sweep's tables in {out} are complete"
+        for name in ("burst_probability", "latency_p99_s")]
     assert len(pd.read_parquet(out / "runs.parquet")) == 2
     assert "tables:" in p.stdout
 
@@ -697,3 +699,17 @@ def test_a_worker_whose_parent_is_already_gone_exits_at_once() -> None:
                         "print('still here')"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and "still here" not in p.stdout
 
+
+
+def test_a_failing_redraw_removes_the_stale_figure(tmp_path) -> None:
+    # `--resume` into an old folder redraws its figures; one that fails must not
+    # leave the earlier model's PNG to pass for this sweep's (run folders did
+    # this already; both now share result.draw_guarded).
+    from redsim.sweep.runner import FigureWarning, draw_figure
+
+    stale = tmp_path / "burst_probability.png"
+    stale.write_bytes(b"an earlier sweep's figure")
+    written: list = []
+    with pytest.warns(FigureWarning, match="burst_probability.png not written"):
+        draw_figure(stale, _boom, written)
+    assert not stale.exists() and written == []

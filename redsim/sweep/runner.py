@@ -21,7 +21,7 @@ import pandas as pd
 
 from redsim.config.schema import Scenario
 from redsim.config.sweep import SweepSpec, dump_spec
-from redsim.result import FigureWarning
+from redsim.result import FigureWarning, draw_guarded
 from redsim.sweep.executors import run_tasks
 from redsim.sweep.grid import DEFAULT_MAX_POINTS, Point, expand, replication_seed, root_seed
 from redsim.sweep.store import RunStore, atomic_write_bytes, model_version, write_table
@@ -176,16 +176,10 @@ def write_tables(spec: SweepSpec, points: list[Point], seeds: list[int],
 
 
 def draw_figure(path: Path, draw: Callable[[], None], written: list[Path]) -> None:
-    """Draw one figure; a failure costs that figure only: a one-line warning
-    naming it and the error, and the sweep goes on (its tables are on disk)."""
-    try:
-        draw()
-    except Exception as exc:  # noqa: BLE001 - a figure is never worth the results
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        warnings.warn(f"figure {path.name} not written: {type(exc).__name__}"
-                      + (f": {first}" if first else ""), FigureWarning, stacklevel=3)
-        return
-    written.append(path)
+    """Draw one figure (``result.draw_guarded``); a failure costs that figure
+    only, and the sweep goes on (its tables are on disk)."""
+    if draw_guarded(path, draw, f"the sweep's tables in {path.parent} are complete"):
+        written.append(path)
 
 
 def write_figures(spec: SweepSpec, agg: pd.DataFrame, out: Path) -> list[Path]:
