@@ -240,9 +240,6 @@ def _median_point(pts: list[solver.CpuPoint]) -> solver.CpuPoint:
                            None if None in s else statistics.median(s))  # type: ignore[arg-type]
 
 
-READ_SHARE = solver.READ_SHARE
-
-
 def measure_cpu(t: Target, commands: list[str], reps: int = 3,
                 loads: tuple[CpuLoad, ...] = FIT_LOADS,
                 checks: tuple[CpuLoad, ...] = CHECK_LOADS,
@@ -309,15 +306,16 @@ def measure_cpu(t: Target, commands: list[str], reps: int = 3,
                 "fitted loads" + "".join(
                     f"; c={ld.clients} P={ld.pipeline}, not fitted, model {r:+.0%}"
                     for ld, r in zip(checked_loads, res_check, strict=True)))
+    share = solver.READ_SHARE  # of the I/O cost given to read
     out = [
         Measurement("cpu.io_per_request", mean.io_us, "us",
                     solver.spread([f.io_us for f in fits]), reps, how),
-        Measurement("cpu.read", mean.io_us * READ_SHARE, "us",
-                    solver.spread([f.io_us for f in fits]) * READ_SHARE, reps,
-                    f"{READ_SHARE:.0%} of the I/O cost a (assumed split)", "engine.cpu.read"),
-        Measurement("cpu.write", mean.io_us * (1 - READ_SHARE), "us",
-                    solver.spread([f.io_us for f in fits]) * (1 - READ_SHARE), reps,
-                    f"{1 - READ_SHARE:.0%} of the I/O cost a (assumed split)",
+        Measurement("cpu.read", mean.io_us * share, "us",
+                    solver.spread([f.io_us for f in fits]) * share, reps,
+                    f"{share:.0%} of the I/O cost a (assumed split)", "engine.cpu.read"),
+        Measurement("cpu.write", mean.io_us * (1 - share), "us",
+                    solver.spread([f.io_us for f in fits]) * (1 - share), reps,
+                    f"{1 - share:.0%} of the I/O cost a (assumed split)",
                     "engine.cpu.write"),
     ]
     if not math.isnan(mean.wake_us):
@@ -326,7 +324,7 @@ def measure_cpu(t: Target, commands: list[str], reps: int = 3,
             solver.spread([f.wake_us for f in fits]), reps,
             f"W minus engine.cpu.iteration ({iteration:g} us): " + how, "engine.cpu.wakeup"))
     for ld, pts in per_load.items():
-        m = _median_point(pts)
+        m = medians[ld]
         out.append(Measurement(
             f"cpu.set_c{ld.clients}_p{ld.pipeline}", m.us_per_request, "us",
             solver.spread([p.us_per_request for p in pts]), reps,

@@ -3,7 +3,7 @@
 Calibration and validation both ask the model what a load measured on a real
 server costs there. The model's clients stand in for redis-benchmark's:
 ``clients`` connections of one request batch (``pipeline`` commands) each and a
-fixed think time between a reply and the next request. redis-benchmark's one
+think time between a reply and the next request (``bench_group``). redis-benchmark's one
 thread drives all its connections, so its rate is the client's, not the
 server's, unless the server saturates; ``run_matched`` sets the think time so
 that the model's rate is the rate measured on the real server (two corrections

@@ -695,7 +695,15 @@ def load_scenario(
 
 # Files whose unmodelled directives were already warned about in this process: a
 # sweep or a test suite loads the same scenario and redis.conf many times.
-_WARNED: set[tuple[str | None, str | None, tuple[tuple[str, str], ...]]] = set()
+_WARNED: set[tuple[Any, ...]] = set()
+
+
+def _first_time(key: tuple[Any, ...]) -> bool:
+    """True the first time this process warns with ``key`` (then remembered)."""
+    if key in _WARNED:
+        return False
+    _WARNED.add(key)
+    return True
 
 
 def unmodelled_report(unmodelled: Mapping[str, str]) -> tuple[list[str], list[str]]:
@@ -716,11 +724,9 @@ def _warn_unmodelled(scenario: Scenario, file: str | None) -> None:
     unmodelled = scenario.server.unmodelled
     source = scenario.redis_conf or file
     # Keyed by file; a mapping without one is keyed by its directives.
-    key = (scenario.redis_conf, file,
-           () if source is not None else tuple(sorted(unmodelled.items())))
-    if key in _WARNED:
+    if not _first_time((scenario.redis_conf, file, () if source is not None
+                        else tuple(sorted(unmodelled.items())))):
         return
-    _WARNED.add(key)
     changing, differing = unmodelled_report(unmodelled)
     n = len(unmodelled)
     text = (f"{source or 'scenario'}: {n} Redis directive{'s' if n != 1 else ''} redsim "
@@ -754,10 +760,8 @@ def _warn_not_yet_modelled(scenario: Scenario, file: str | None) -> None:
     if not found:
         return
     source = scenario.redis_conf or file
-    key = ("not-yet", source, tuple(sorted(found)))
-    if key in _WARNED:
+    if not _first_time(("not-yet", source, tuple(sorted(found)))):
         return
-    _WARNED.add(key)  # type: ignore[arg-type]
     text = (f"{source or 'scenario'}: {', '.join(sorted(found))} "
             + ("is checked but not modelled yet, and changes" if len(found) == 1 else
                "are checked but not modelled yet, and change")

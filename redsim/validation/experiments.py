@@ -20,8 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from redsim.calibrate.replay import KEY_SIZE, LOOPBACK_RTT_S
 from redsim.live import load
-from redsim.validation.lab import KEY_SIZE, LOOPBACK_RTT_S, Lab
+from redsim.validation.lab import Lab
 
 
 @dataclass(frozen=True)
@@ -89,9 +90,8 @@ def _cpu_real(clients: int, pipeline: int, requests: int) -> Callable[[Lab], Rea
         vals, rates, sleeps = [], [], []
         # Full-length loads in the quick subset too: a 10K-request lone-client
         # load lasts under a second, and the CPU rows are what drift most.
-        n = requests
         for _ in range(lab.reps):
-            us, rps, s = lab.cpu_per_request("SET", clients, pipeline, n)
+            us, rps, s = lab.cpu_per_request("SET", clients, pipeline, requests)
             vals.append(us)
             rates.append(rps)
             sleeps.append(s)

@@ -23,9 +23,6 @@ from redsim.live import load
 from redsim.live.probe import Delta, snapshot
 from redsim.live.server import RedisServer
 
-KEY_SIZE = replay.KEY_SIZE
-LOOPBACK_RTT_S = replay.LOOPBACK_RTT_S
-
 
 @dataclass
 class Lab:
