@@ -20,20 +20,10 @@ from redsim.model.histogram import _EDGES, quantiles
 
 PERCENTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p999": 0.999}
 
-CPU_COLUMNS = {
-    "cpu_commands": S.W_CPU_COMMANDS,  # command procedures
-    "cpu_read": S.W_CPU_READ,  # read() + parsing
-    "cpu_write": S.W_CPU_WRITE,  # reply write()s
-    "cpu_iteration": S.W_CPU_ITERATION,  # epoll_wait + beforeSleep fixed work
-    "cpu_cron": S.W_CPU_CRON,  # serverCron incl. clientsCron
-    "cpu_connections": S.W_CPU_CONNECTIONS,  # accept/createClient, freeClient
-    "cpu_eviction": S.W_CPU_EVICTION,  # performEvictions
-    "cpu_expire": S.W_CPU_EXPIRE,  # activeExpireCycle (slow and fast)
-    "cpu_aof": S.W_CPU_AOF,  # write() of the AOF buffer, incl. waiting behind an fsync
-    "cpu_fsync": S.W_CPU_FSYNC,  # fdatasync on the main thread (appendfsync always)
-    "cpu_fork": S.W_CPU_FORK,  # fork()
-    "cpu_cow": S.W_CPU_COW,  # copy-on-write faults while a child lives
-}
+CPU_COLUMNS = {"cpu_" + f.name.removeprefix("W_CPU_").lower(): S.LAYOUT.index[f.name]
+               for f in S.LAYOUT.fields if f.kind == "cpu"}
+"""Result columns of main-thread time per activity (``cpu_commands``, ...) -> their
+row of ``rc_wf``: every series its mechanism declares as ``cpu``, in row order."""
 
 
 @functools.cache

@@ -75,6 +75,58 @@ from redsim.model.state import (
 )
 from redsim.observe.bins import count
 
+# The kernel state this module owns; model/state.py lays it out (model/layout.py
+# says what each entry holds: where, name, dtype, unit, kind, doc).
+FIELDS = (
+    ("F", "AOF_POSTPONE_START", "f8", "s", "state",
+     "when a flush was first postponed behind a busy fsync; -1 = not"),
+    ("F", "AOF_LAST_FSYNC", "f8", "s", "state",
+     "server.aof_last_fsync: the unixtime (whole s) of the last fsync"),
+    ("F", "AOF_BG_END", "f8", "s", "state",
+     "when the background fsync job running (or last run) ends"),
+    ("F", "AOF_LAST_WRITEBACK", "f8", "s", "state",
+     "appendfsync no: the kernel flusher's last writeback of the AOF"),
+    ("F", "C_AOF_WRITE", "f8", "s", "config",
+     "TODO(group) main-thread write() of the AOF: per call, per byte"),
+    ("F", "C_AOF_WRITE_B", "f8", "s/B", "config",
+     "TODO(group) main-thread write() of the AOF: per call, per byte"),
+    ("I", "AOF_ON", "i8", "-", "config",
+     "TODO(heading) persistence (model/aof.py, model/disk.py, model/fork.py); sizes in bytes"),
+    ("I", "AOF_POLICY", "i8", "-", "config",
+     "TODO(heading) persistence (model/aof.py, model/disk.py, model/fork.py); sizes in bytes"),
+    ("I", "AOF_BUF", "i8", "B", "state",
+     "TODO(heading) persistence (model/aof.py, model/disk.py, model/fork.py); sizes in bytes"),
+    ("I", "AOF_UNSYNCED", "i8", "B", "state",
+     "TODO(heading) persistence (model/aof.py, model/disk.py, model/fork.py); sizes in bytes"),
+    ("I", "AOF_SIZE", "i8", "B", "state",
+     "TODO(heading) persistence (model/aof.py, model/disk.py, model/fork.py); sizes in bytes"),
+    ("I", "AOF_BASE", "i8", "B", "state",
+     "TODO(heading) persistence (model/aof.py, model/disk.py, model/fork.py); sizes in bytes"),
+    ("I", "AOF_DELAYED", "i8", "-", "counter",
+     "TODO(heading) persistence (model/aof.py, model/disk.py, model/fork.py); sizes in bytes"),
+    ("I", "AOF_RW_PERC", "i8", "%", "config",
+     "TODO(heading) persistence (model/aof.py, model/disk.py, model/fork.py); sizes in bytes"),
+    ("I", "AOF_RW_MIN", "i8", "B", "config",
+     "TODO(heading) persistence (model/aof.py, model/disk.py, model/fork.py); sizes in bytes"),
+    ("I", "NO_FSYNC_RW", "i8", "-", "config",
+     "TODO(heading) persistence (model/aof.py, model/disk.py, model/fork.py); sizes in bytes"),
+    ("I", "STAT_FSYNCS", "i8", "-", "counter",
+     "TODO(heading) persistence (model/aof.py, model/disk.py, model/fork.py); sizes in bytes"),
+    ("wf", "W_CPU_AOF", "f8", "s", "cpu",
+     "write() of the AOF buffer, incl. a write blocked behind a running fsync"),
+    ("wf", "W_CPU_FSYNC", "f8", "s", "cpu", "main-thread time in fdatasync (appendfsync always)"),
+    ("wi", "WI_FSYNCS", "i8", "-", "count",
+     "TODO(heading) persistence: counts per window, then gauges at each window's end"),
+    ("wi", "WI_AOF_DELAYED", "i8", "-", "count",
+     "TODO(heading) persistence: counts per window, then gauges at each window's end"),
+    ("wi", "WI_AOF_BUF", "i8", "B", "gauge",
+     "TODO(heading) persistence: counts per window, then gauges at each window's end"),
+    ("wi", "WI_AOF_SIZE", "i8", "B", "gauge",
+     "TODO(heading) persistence: counts per window, then gauges at each window's end"),
+    ("rc", "fsync", "i8", "-", "record",
+     "fdatasync calls by duration (queueing + the call): [2^b, 2^(b+1)) µs"),
+)
+
 AOF_POSTPONE_MAX = 2  # s of unixtime a write waits for a running fsync (flushAppendOnlyFile)
 WRITEBACK_INTERVAL = 30.0  # s: the kernel writes dirty pages back once they are this old
 

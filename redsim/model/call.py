@@ -59,6 +59,25 @@ from redsim.model.rng import draw, peek_uniform, uniform
 from redsim.model.state import DIRTY, T
 from redsim.model.world import prefetch
 
+# The kernel state this module owns; model/state.py lays it out (model/layout.py
+# says what each entry holds: where, name, dtype, unit, kind, doc).
+FIELDS = (
+    ("I", "DIRTY", "i8", "-", "state",
+     "TODO(group) server.dirty, and its value when the child forked"),
+    ("wi", "WI_DIRTY", "i8", "-", "gauge",
+     "TODO(heading) persistence: counts per window, then gauges at each window's end"),
+    ("tb", "cmd_shape", "i8", "-", "config", "TODO"),
+    ("tb", "cmd_fixed", "f8", "-", "config", "TODO"),
+    ("tb", "cmd_per_byte", "f8", "-", "config", "TODO"),
+    ("tb", "cmd_per_elem", "f8", "-", "config", "TODO"),
+    ("tb", "cmd_namelen", "i8", "-", "config", "TODO"),
+    ("tb", "cmd_effect", "i8", "-", "config",
+     "what the command does to the keyspace (db.EFFECT_*)"),
+    ("tb", "cmd_write", "i8", "-", "config",
+     "1: a write command (propagated to the AOF, counted in server.dirty)"),
+    ("tb", "cmd_denyoom", "i8", "-", "config", "1: refused with -OOM when eviction fails"),
+)
+
 NIL_REPLY = 5  # $-1\r\n
 INTEGER_VALUE = -1  # ks_vlen of a counter (INCR/DECR)
 COUNTER_DIGITS = 4  # bytes a GET of a counter returns, assumed (values < 10 000)

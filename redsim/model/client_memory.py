@@ -66,6 +66,42 @@ from redsim.model.state import (
     T,
 )
 
+# The kernel state this module owns; model/state.py lays it out (model/layout.py
+# says what each entry holds: where, name, dtype, unit, kind, doc).
+FIELDS = (
+    ("I", "CLIENT_STRUCT", "i8", "B", "config",
+     "TODO(heading) the keyspace and the memory ledger (model/db.py, model/memory.py); bytes"),
+    ("I", "MEM_CLIENTS", "i8", "B", "state",
+     "TODO(heading) the keyspace and the memory ledger (model/db.py, model/memory.py); bytes"),
+    ("I", "MEM_CLIENTS_INFO", "i8", "B", "state",
+     "TODO(heading) the keyspace and the memory ledger (model/db.py, model/memory.py); bytes"),
+    ("I", "CC_CURSOR", "i8", "-", "state",
+     "TODO(heading) the keyspace and the memory ledger (model/db.py, model/memory.py); bytes"),
+    ("wi", "WI_MEM_CLIENTS", "i8", "B", "gauge",
+     "TODO(heading) gauges at each window's end (model/memory.py)"),
+    ("wi", "WI_MEM_CLIENTS_INFO", "i8", "B", "gauge",
+     "TODO(heading) gauges at each window's end (model/memory.py)"),
+    ("cn", "qb_alloc", "i8", "-", "state",
+     "TODO(group) query buffer allocation (its jemalloc class) and querybuf_peak"),
+    ("cn", "qb_peak", "i8", "-", "state",
+     "TODO(group) query buffer allocation (its jemalloc class) and querybuf_peak"),
+    ("cn", "qb_room", "i8", "-", "state",
+     "TODO(group) its sds: sdsalloc (bytes it has room for) and header bytes"),
+    ("cn", "qb_hdr", "i8", "-", "state",
+     "TODO(group) its sds: sdsalloc (bytes it has room for) and header bytes"),
+    ("cn", "t_read", "f8", "s", "state", "last read (lastinteraction), s"),
+    ("cn", "buf_usable", "i8", "-", "state",
+     "TODO(group) 7.x c->buf size, peak fill, peak reset time"),
+    ("cn", "buf_peak", "i8", "-", "state",
+     "TODO(group) 7.x c->buf size, peak fill, peak reset time"),
+    ("cn", "t_buf_reset", "f8", "s", "state",
+     "TODO(group) 7.x c->buf size, peak fill, peak reset time"),
+    ("cn", "mem", "i8", "-", "state",
+     "everything the client holds now; 0 = no client (not accepted)"),
+    ("cn", "mem_info", "i8", "-", "state",
+     "what INFO last counted for it (at its clientsCron visit)"),
+)
+
 PROTO_REPLY_CHUNK_BYTES = 16384  # the initial c->buf, and the least a reply node holds
 PROTO_REPLY_MIN_BYTES = 1024  # the smallest 7.x c->buf
 REPLY_NODE_ALLOC = 20480  # a 16 KB node + 16 B header, as jemalloc sizes it

@@ -39,6 +39,27 @@ from redsim.model.state import (
     W_CPU_COW,
 )
 
+# The kernel state this module owns; model/state.py lays it out (model/layout.py
+# says what each entry holds: where, name, dtype, unit, kind, doc).
+FIELDS = (
+    ("F", "COW_FAULT", "f8", "s", "config",
+     "TODO(group) a copy-on-write fault: fixed, and per byte copied"),
+    ("F", "COW_COPY_B", "f8", "s/B", "config",
+     "TODO(group) a copy-on-write fault: fixed, and per byte copied"),
+    ("F", "COW_CPU", "f8", "s", "state",
+     "copy-on-write fault time accumulated by the command being run, s"),
+    ("I", "N_PAGES", "i8", "-", "state",
+     "TODO(group) pages at the fork, bitmap capacity (words), pages copied"),
+    ("I", "COW_PAGES", "i8", "-", "state",
+     "TODO(group) pages at the fork, bitmap capacity (words), pages copied"),
+    ("wf", "W_CPU_COW", "f8", "s", "cpu",
+     "main-thread time in copy-on-write faults while a child lives"),
+    ("wi", "WI_COW_BYTES", "i8", "B", "gauge",
+     "TODO(heading) persistence: counts per window, then gauges at each window's end"),
+    ("pg", "cow", "i8", "-", "state",
+     "copy-on-write bitmap: bit p of word p >> 5 set once page p was copied"),
+)
+
 
 @leaf
 def page_of(w, k, salt):

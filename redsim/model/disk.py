@@ -57,6 +57,23 @@ from redsim.model.state import (
     DIST_UNIFORM,
 )
 
+# The kernel state this module owns; model/state.py lays it out (model/layout.py
+# says what each entry holds: where, name, dtype, unit, kind, doc).
+FIELDS = (
+    ("F", "DISK_FREE", "f8", "s", "state", "when the disk's queue of jobs empties (FIFO)"),
+    ("F", "DISK_BW", "f8", "B/s", "config", "sequential write bandwidth, bytes/s"),
+    ("F", "DISK_MEAN", "f8", "s", "config", "TODO(group) fdatasync latency distribution, s"),
+    ("F", "DISK_LOW", "f8", "s", "config", "TODO(group) fdatasync latency distribution, s"),
+    ("F", "DISK_HIGH", "f8", "s", "config", "TODO(group) fdatasync latency distribution, s"),
+    ("F", "DISK_SIGMA", "f8", "s", "config", "TODO(group) fdatasync latency distribution, s"),
+    ("I", "DISK_KIND", "i8", "-", "config",
+     "TODO(group) fdatasync distribution kind; the disk's generator"),
+    ("I", "DISK_RNG1", "i8", "-", "state",
+     "TODO(group) fdatasync distribution kind; the disk's generator"),
+    ("I", "DISK_RNG2", "i8", "-", "state",
+     "TODO(group) fdatasync distribution kind; the disk's generator"),
+)
+
 
 def disk_seeds(seed: int) -> tuple[int, int]:
     """Initial states of the disk's generator for a run's root seed."""

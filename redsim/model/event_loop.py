@@ -161,6 +161,57 @@ from redsim.model.state import (
 from redsim.model.world import as_world, prefetch
 from redsim.observe.bins import add_interval, count
 
+# The kernel state this module owns; model/state.py lays it out (model/layout.py
+# says what each entry holds: where, name, dtype, unit, kind, doc).
+FIELDS = (
+    ("F", "T_END", "f8", "s", "config", "TODO"),
+    ("F", "CRON_WHEN", "f8", "s", "state", "TODO"),
+    ("F", "C_ITER", "f8", "s", "config", "TODO"),
+    ("F", "C_READ", "f8", "s", "config", "TODO"),
+    ("F", "C_READ_B", "f8", "s/B", "config", "TODO"),
+    ("F", "C_WRITE", "f8", "s", "config", "TODO"),
+    ("F", "C_WRITE_B", "f8", "s/B", "config", "TODO"),
+    ("F", "C_ACCEPT", "f8", "s", "config", "TODO"),
+    ("F", "C_CLOSE", "f8", "s", "config", "TODO"),
+    ("F", "C_CRON", "f8", "s", "config", "TODO"),
+    ("F", "C_CRON_CLIENT", "f8", "s", "config", "TODO"),
+    ("F", "T_LAST_CRON", "f8", "s", "state", "TODO"),
+    ("F", "POLL_WAKE", "f8", "s", "config", "TODO"),
+    ("F", "C_WAKE", "f8", "s", "config",
+     "an epoll_wait that slept: the block, the wake-up and the cold caches after, s"),
+    ("I", "PHASE", "i8", "-", "state", "TODO"),
+    ("I", "HZ_CONF", "i8", "-", "config", "TODO"),
+    ("I", "HZ", "i8", "-", "state", "TODO"),
+    ("I", "DYN_HZ", "i8", "-", "config", "TODO"),
+    ("I", "BATCHING", "i8", "-", "config", "TODO"),
+    ("I", "DIST_EXP", "i8", "-", "config", "TODO"),
+    ("I", "STAT_COMMANDS", "i8", "-", "counter", "TODO"),
+    ("I", "EL_CYCLES", "i8", "-", "counter", "TODO"),
+    ("I", "READY_HEAD", "i8", "-", "state", "TODO"),
+    ("I", "READY_N", "i8", "-", "state", "TODO"),
+    ("I", "PW_N", "i8", "-", "state", "TODO"),
+    ("I", "MAXCLIENTS", "i8", "-", "config", "TODO"),
+    ("I", "REDIS_62", "i8", "-", "config",
+     "1 for redis-version 6.2 (reads, writes and poll timeout differ)"),
+    ("I", "STAT_OOM", "i8", "-", "counter", "TODO(heading) eviction (model/eviction.py)"),
+    ("I", "REDIS_72", "i8", "-", "config",
+     "1 for redis-version 7.2 (where its read path and clientsCron differ from 7.0)"),
+    ("wf", "W_CPU_COMMANDS", "f8", "s", "cpu", "main-thread time in command procedures (call())"),
+    ("wf", "W_CPU_READ", "f8", "s", "cpu",
+     "main-thread time in read() of queries and their parsing"),
+    ("wf", "W_CPU_WRITE", "f8", "s", "cpu", "main-thread time in reply write()s"),
+    ("wf", "W_CPU_ITERATION", "f8", "s", "cpu",
+     "main-thread time in epoll_wait and beforeSleep's fixed work"),
+    ("wf", "W_CPU_CRON", "f8", "s", "cpu", "main-thread time in serverCron, clientsCron included"),
+    ("wf", "W_CPU_CONNECTIONS", "f8", "s", "cpu",
+     "main-thread time accepting (createClient) and freeing clients"),
+    ("wf", "W_IN_SERVER", "f8", "s", "time", "TODO"),
+    ("wf", "W_HZ", "f8", "1/s", "gauge", "TODO"),
+    ("wi", "WI_COMMANDS", "i8", "-", "count", "TODO"),
+    ("wi", "WI_CYCLES", "i8", "-", "count", "TODO"),
+    ("wi", "WI_OOM", "i8", "-", "count", "TODO"),
+)
+
 NET_MAX_WRITES_PER_EVENT = 65536  # bytes per client per write pass (src/networking.c)
 OOM_REPLY_BYTES = len("-OOM command not allowed when used memory > 'maxmemory'.\r\n")
 MAX_CLIENTS_PER_CLOCK_TICK = 200  # dynamic-hz threshold (src/server.h)

@@ -27,6 +27,20 @@ from redsim.model.jit import leaf
 from redsim.model.ring import wrap
 from redsim.model.state import LINE_KIND, N_CONNS, N_LINES, SEQ
 
+# The kernel state this module owns; model/state.py lays it out (model/layout.py
+# says what each entry holds: where, name, dtype, unit, kind, doc).
+FIELDS = (
+    ("I", "SEQ", "i8", "-", "state", "TODO"),
+    ("ln", "t", "f8", "s", "state",
+     "TODO(group) (N_LINES, capacity) rings: when, scheduling order, connection"),
+    ("ln", "seq", "i8", "-", "state",
+     "TODO(group) (N_LINES, capacity) rings: when, scheduling order, connection"),
+    ("ln", "id", "i8", "-", "state",
+     "TODO(group) (N_LINES, capacity) rings: when, scheduling order, connection"),
+    ("ln", "head", "i8", "-", "state", "TODO(group) per line: first entry, entries queued"),
+    ("ln", "n", "i8", "-", "state", "TODO(group) per line: first entry, entries queued"),
+)
+
 
 @leaf
 def push(w, t, kind, ident):

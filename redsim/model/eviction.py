@@ -80,6 +80,34 @@ from redsim.model.state import (
 )
 from redsim.observe.bins import count
 
+# The kernel state this module owns; model/state.py lays it out (model/layout.py
+# says what each entry holds: where, name, dtype, unit, kind, doc).
+FIELDS = (
+    ("F", "C_EV_CALL", "f8", "s", "config",
+     "TODO(heading) eviction costs, s (model/eviction.py); the time limit per call, s"),
+    ("F", "C_EV_CHECK", "f8", "s", "config",
+     "TODO(heading) eviction costs, s (model/eviction.py); the time limit per call, s"),
+    ("F", "C_EV_SAMPLE", "f8", "s", "config",
+     "TODO(heading) eviction costs, s (model/eviction.py); the time limit per call, s"),
+    ("F", "C_EV_DELETE", "f8", "s", "config",
+     "TODO(heading) eviction costs, s (model/eviction.py); the time limit per call, s"),
+    ("F", "EV_TIME_LIMIT", "f8", "s", "config",
+     "TODO(heading) eviction costs, s (model/eviction.py); the time limit per call, s"),
+    ("I", "EV_POLICY", "i8", "-", "config", "TODO(heading) eviction (model/eviction.py)"),
+    ("I", "EV_SAMPLES", "i8", "-", "config", "TODO(heading) eviction (model/eviction.py)"),
+    ("I", "EV_TIMER", "i8", "-", "state", "TODO(heading) eviction (model/eviction.py)"),
+    ("I", "STAT_EVICTED", "i8", "-", "counter", "TODO(heading) eviction (model/eviction.py)"),
+    ("I", "LAZY_EVICTION", "i8", "-", "config", "lazyfree-lazy-eviction"),
+    ("wf", "W_CPU_EVICTION", "f8", "s", "cpu", "main-thread time in performEvictions"),
+    ("wi", "WI_EVICTED", "i8", "-", "count", "TODO"),
+    ("ep", "key", "i8", "-", "state", "TODO"),
+    ("ep", "idle", "f8", "s", "state", "TODO"),
+    ("rc", "evhist", "i8", "-", "record",
+     "performEvictions calls by duration: bucket b holds [2^b, 2^(b+1)) µs"),
+    ("rc", "tofree", "i8", "-", "record",
+     "calls over the limit by mem_tofree: bucket b holds [2^b, 2^(b+1)) bytes"),
+)
+
 EVICT_OK = 0
 EVICT_RUNNING = 1
 EVICT_FAIL = 2

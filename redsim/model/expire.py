@@ -48,6 +48,28 @@ from redsim.model.state import (
 )
 from redsim.observe.bins import count
 
+# The kernel state this module owns; model/state.py lays it out (model/layout.py
+# says what each entry holds: where, name, dtype, unit, kind, doc).
+FIELDS = (
+    ("F", "C_EXP_SAMPLE", "f8", "s", "config",
+     "TODO(heading) eviction costs, s (model/eviction.py); the time limit per call, s"),
+    ("F", "C_EXP_DELETE", "f8", "s", "config",
+     "TODO(heading) eviction costs, s (model/eviction.py); the time limit per call, s"),
+    ("F", "EXP_LAST_FAST", "f8", "s", "state",
+     "TODO(heading) eviction costs, s (model/eviction.py); the time limit per call, s"),
+    ("I", "STAT_EXPIRED", "i8", "-", "counter",
+     "TODO(heading) the keyspace and the memory ledger (model/db.py, model/memory.py); bytes"),
+    ("I", "EXP_EFFORT", "i8", "-", "config", "TODO(heading) active expiry (model/expire.py)"),
+    ("I", "EXP_CURSOR", "i8", "-", "state", "TODO(heading) active expiry (model/expire.py)"),
+    ("I", "EXP_TIMELIMIT_EXIT", "i8", "-", "counter",
+     "TODO(heading) active expiry (model/expire.py)"),
+    ("I", "STAT_EXPIRE_CAPPED", "i8", "-", "counter",
+     "TODO(heading) active expiry (model/expire.py)"),
+    ("wf", "W_CPU_EXPIRE", "f8", "s", "cpu",
+     "main-thread time in activeExpireCycle (slow and fast)"),
+    ("wi", "WI_EXPIRED", "i8", "-", "count", "TODO"),
+)
+
 KEYS_PER_LOOP = 20  # ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP
 FAST_DURATION = 1000e-6  # ACTIVE_EXPIRE_CYCLE_FAST_DURATION, s
 SLOW_TIME_PERC = 25  # ACTIVE_EXPIRE_CYCLE_SLOW_TIME_PERC

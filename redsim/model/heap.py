@@ -12,6 +12,18 @@ from __future__ import annotations
 from redsim.model.jit import leaf
 from redsim.model.state import HEAP_CAP, HEAP_N
 
+# The kernel state this module owns; model/state.py lays it out (model/layout.py
+# says what each entry holds: where, name, dtype, unit, kind, doc).
+FIELDS = (
+    ("I", "HEAP_N", "i8", "-", "state", "TODO"),
+    ("I", "HEAP_CAP", "i8", "-", "size",
+     "TODO(heading) sizes (the kernel indexes raw pointers, which do not know their length)"),
+    ("hp", "t", "f8", "s", "state", "TODO"),
+    ("hp", "seq", "i8", "-", "state", "TODO"),
+    ("hp", "kind", "i8", "-", "state", "TODO"),
+    ("hp", "id", "i8", "-", "state", "TODO"),
+)
+
 
 @leaf
 def before(ta, sa, tb, sb):

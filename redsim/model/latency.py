@@ -16,6 +16,16 @@ from __future__ import annotations
 from redsim.model.jit import leaf
 from redsim.model.state import LM_THRESHOLD, T
 
+# The kernel state this module owns; model/state.py lays it out (model/layout.py
+# says what each entry holds: where, name, dtype, unit, kind, doc).
+FIELDS = (
+    ("I", "LM_THRESHOLD", "i8", "ms", "config", "latency-monitor-threshold, ms (0 = off)"),
+    ("rc", "lm_t", "f8", "-", "record", "TODO(group) latency monitor (model/latency.py)"),
+    ("rc", "lm_ms", "i8", "-", "record", "TODO(group) latency monitor (model/latency.py)"),
+    ("rc", "lm_n", "i8", "-", "record", "TODO(group) latency monitor (model/latency.py)"),
+    ("rc", "lm_max", "i8", "-", "record", "TODO(group) latency monitor (model/latency.py)"),
+)
+
 LATENCY_TS_LEN = 160
 EVENTS = ("fork", "aof-write", "aof-write-pending-fsync", "aof-write-active-child",
           "aof-write-alone", "aof-fsync-always", "aof-rename", "eviction-cycle", "expire-cycle")

@@ -16,6 +16,14 @@ from redsim.model.jit import leaf
 from redsim.model.rng import server_uniform
 from redsim.model.state import LFU_DECAY_TIME, LFU_LOG_FACTOR, T
 
+# The kernel state this module owns; model/state.py lays it out (model/layout.py
+# says what each entry holds: where, name, dtype, unit, kind, doc).
+FIELDS = (
+    ("I", "LFU_LOG_FACTOR", "i8", "-", "config", "TODO(heading) eviction (model/eviction.py)"),
+    ("I", "LFU_DECAY_TIME", "i8", "-", "config",
+     "TODO(group) the keyspace's own generator (rng.server_uniform)"),
+)
+
 LFU_INIT_VAL = 5
 COUNTER_MAX = 255
 

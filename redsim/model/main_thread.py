@@ -13,6 +13,12 @@ from redsim.model.jit import leaf
 from redsim.model.state import T
 from redsim.observe.bins import add_interval
 
+# The kernel state this module owns; model/state.py lays it out (model/layout.py
+# says what each entry holds: where, name, dtype, unit, kind, doc).
+FIELDS = (
+    ("F", "T", "f8", "s", "state", "TODO"),
+)
+
 
 @leaf
 def busy(w, row, cost):

@@ -32,6 +32,21 @@ from redsim.model.state import (
     MEM_STARTUP,
 )
 
+# The kernel state this module owns; model/state.py lays it out (model/layout.py
+# says what each entry holds: where, name, dtype, unit, kind, doc).
+FIELDS = (
+    ("I", "MEM_STARTUP", "i8", "B", "config",
+     "TODO(heading) the keyspace and the memory ledger (model/db.py, model/memory.py); bytes"),
+    ("I", "MAXMEMORY", "i8", "B", "config",
+     "TODO(heading) the keyspace and the memory ledger (model/db.py, model/memory.py); bytes"),
+    ("I", "Q16", "i8", "B", "config",
+     "TODO(heading) the keyspace and the memory ledger (model/db.py, model/memory.py); bytes"),
+    ("I", "SHARED_INTS", "i8", "B", "config",
+     "TODO(heading) the keyspace and the memory ledger (model/db.py, model/memory.py); bytes"),
+    ("wi", "WI_USED_MEMORY", "i8", "B", "gauge",
+     "TODO(heading) gauges at each window's end (model/memory.py)"),
+)
+
 POINTER = 8  # bytes per dict bucket (a dictEntry pointer)
 
 # Typical INFO `used_memory_startup` of an empty x86-64 server, bytes.

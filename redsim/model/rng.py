@@ -34,6 +34,21 @@ from redsim.model.state import (
     RNG_SIZE,
 )
 
+# The kernel state this module owns; model/state.py lays it out (model/layout.py
+# says what each entry holds: where, name, dtype, unit, kind, doc).
+FIELDS = (
+    ("I", "RNG_LOW", "i8", "-", "state", "TODO"),
+    ("I", "RNG_OVERRUN", "i8", "-", "counter", "TODO"),
+    ("I", "RNG_SIZE", "i8", "-", "size",
+     "TODO(heading) sizes (the kernel indexes raw pointers, which do not know their length)"),
+    ("tb", "emp_p", "f8", "-", "config",
+     "TODO(group) every empirical distribution's table: probabilities, values"),
+    ("tb", "emp_x", "f8", "-", "config",
+     "TODO(group) every empirical distribution's table: probabilities, values"),
+    ("rg", "buf", "f8", "-", "state", "TODO"),
+    ("rg", "pos", "i8", "-", "state", "TODO"),
+)
+
 
 class RandomStreams:
     """Owns the generators and the uniform buffers the kernel draws from."""

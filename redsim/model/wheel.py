@@ -29,6 +29,22 @@ from redsim.model import heap
 from redsim.model.jit import leaf
 from redsim.model.state import HEAP_N, WH_EPOCH, WH_FREE, WH_INV, WH_MASK, WH_N
 
+# The kernel state this module owns; model/state.py lays it out (model/layout.py
+# says what each entry holds: where, name, dtype, unit, kind, doc).
+FIELDS = (
+    ("F", "WH_INV", "f8", "1/s", "config", "TODO"),
+    ("I", "WH_EPOCH", "i8", "-", "state", "TODO(heading) the timing wheel (model/wheel.py)"),
+    ("I", "WH_N", "i8", "-", "size", "TODO(heading) the timing wheel (model/wheel.py)"),
+    ("I", "WH_FREE", "i8", "-", "state", "TODO(heading) the timing wheel (model/wheel.py)"),
+    ("I", "WH_MASK", "i8", "-", "size", "TODO(heading) the timing wheel (model/wheel.py)"),
+    ("wh", "head", "i8[]", "-", "state", "per bucket: first entry, -1 if empty"),
+    ("wh", "t", "f8", "s", "state", "TODO(group) per entry; `next` also links the free list"),
+    ("wh", "seq", "i8", "-", "state", "TODO(group) per entry; `next` also links the free list"),
+    ("wh", "kind", "i8", "-", "state", "TODO(group) per entry; `next` also links the free list"),
+    ("wh", "id", "i8", "-", "state", "TODO(group) per entry; `next` also links the free list"),
+    ("wh", "next", "i8", "-", "state", "TODO(group) per entry; `next` also links the free list"),
+)
+
 
 @leaf
 def epoch(w, t):

@@ -35,6 +35,35 @@ from redsim.model.state import (
     WIN_LO,
 )
 
+# The kernel state this module owns; model/state.py lays it out (model/layout.py
+# says what each entry holds: where, name, dtype, unit, kind, doc).
+FIELDS = (
+    ("F", "DT", "f8", "s", "config", "TODO"),
+    ("F", "WARMUP", "f8", "s", "config", "TODO"),
+    ("F", "T_NEXT_SNAP", "f8", "s", "state", "TODO"),
+    ("F", "LAT_SUM", "f8", "s", "counter", "TODO"),
+    ("F", "WIN_LO", "f8", "s", "state",
+     "TODO(group) bounds of the window `observe.bins.window` found last, s"),
+    ("F", "WIN_HI", "f8", "s", "state",
+     "TODO(group) bounds of the window `observe.bins.window` found last, s"),
+    ("I", "CUR_WIN", "i8", "-", "state", "TODO"),
+    ("I", "N_WIN", "i8", "-", "size", "TODO"),
+    ("I", "SNAP_WIN", "i8", "-", "state", "TODO"),
+    ("I", "LAT_N", "i8", "-", "counter", "TODO"),
+    ("I", "WIN_K", "i8", "-", "state", "the window `observe.bins.window` found last"),
+    ("wf", "W_LAT_SUM", "f8", "s", "count", "TODO"),
+    ("wf", "W_LAT_MAX", "f8", "s", "stat", "TODO"),
+    ("wf", "W_P50", "f8", "s", "stat", "TODO"),
+    ("wf", "W_P90", "f8", "s", "stat", "TODO"),
+    ("wf", "W_P99", "f8", "s", "stat", "TODO"),
+    ("wf", "W_P999", "f8", "s", "stat", "TODO"),
+    ("wi", "WI_DONE", "i8", "-", "count", "TODO"),
+    ("rc", "wf", "f8", "-", "record", "TODO"),
+    ("rc", "wi", "i8", "-", "record", "TODO"),
+    ("rc", "hist", "i8", "-", "record", "TODO"),
+    ("rc", "whist", "i8", "-", "record", "TODO"),
+)
+
 EDGES = _EDGES
 
 
