@@ -1,13 +1,15 @@
 """Reference documentation generated from the code, so it cannot drift from it.
 
-Three Markdown pages under ``docs/``:
+Four Markdown pages under ``docs/``:
 
 - ``scenario-reference.md``: every key a scenario file may hold, from the pydantic
   models in ``redsim/config/schema.py`` (YAML key, path, type and unit, default,
   the field's docstring);
 - ``cli.md``: the ``redsim`` command's ``--help`` text, from ``redsim.cli.build_parser``;
 - ``model-map.md``: what each ``redsim/model/*.py`` module follows in the Redis
-  source, and the deviations its docstrings declare.
+  source, and the deviations its docstrings declare;
+- ``kernel-state.md``: every scalar, per-entity field and series of the kernel,
+  from the ``FIELDS`` block of the mechanism that owns it.
 
 ``python -m redsim.docs`` rewrites the pages; ``python -m redsim.docs --check`` exits
 1 naming the pages that differ from what the code generates (``tests/test_docs.py``
@@ -24,10 +26,12 @@ from pathlib import Path
 
 from redsim.docs._common import DOCS_DIR, REGENERATE, REPO_ROOT
 from redsim.docs.cli_reference import cli_reference
+from redsim.docs.kernel_state import kernel_state
 from redsim.docs.model_map import model_map
 from redsim.docs.scenario_reference import scenario_reference, walk_models
 
-__all__ = ["DOCS_DIR", "PAGES", "REPO_ROOT", "cli_reference", "generate", "main", "model_map",
+__all__ = ["DOCS_DIR", "PAGES", "REPO_ROOT", "cli_reference", "generate", "kernel_state",
+           "main", "model_map",
            "scenario_reference", "stale", "walk_models"]
 
 # ---------------------------------------------------------------------------------
@@ -37,6 +41,7 @@ PAGES: dict[str, Callable[[], str]] = {
     "scenario-reference.md": scenario_reference,
     "cli.md": cli_reference,
     "model-map.md": model_map,
+    "kernel-state.md": kernel_state,
 }
 
 

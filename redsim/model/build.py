@@ -9,8 +9,9 @@ are then laid out (``state.flatten``) and ``START`` places what needs the
 laid-out world (the preloaded keys, the AOF's base).
 
 Adding a directive that changes a mechanism: the schema field
-(``config/schema.py``), the mechanism's ``configure`` (and its kernel code),
-and a state field if the kernel needs a new number (``state.py``).
+(``config/schema.py``), the directive list (``config/directives.py``), and the
+mechanism's own module: a ``FIELDS`` entry if the kernel needs a new number
+(``model/layout.py``), its ``configure`` and its kernel code.
 """
 
 from __future__ import annotations
