@@ -62,16 +62,17 @@ from redsim.model.state import (
 FIELDS = (
     ("F", "DISK_FREE", "f8", "s", "state", "when the disk's queue of jobs empties (FIFO)"),
     ("F", "DISK_BW", "f8", "B/s", "config", "sequential write bandwidth, bytes/s"),
-    ("F", "DISK_MEAN", "f8", "s", "config", "TODO(group) fdatasync latency distribution, s"),
-    ("F", "DISK_LOW", "f8", "s", "config", "TODO(group) fdatasync latency distribution, s"),
-    ("F", "DISK_HIGH", "f8", "s", "config", "TODO(group) fdatasync latency distribution, s"),
-    ("F", "DISK_SIGMA", "f8", "s", "config", "TODO(group) fdatasync latency distribution, s"),
+    ("F", "DISK_MEAN", "f8", "s", "config", "the device's fdatasync latency: mean, s"),
+    ("F", "DISK_LOW", "f8", "s", "config",
+     "fdatasync latency's uniform low bound, s (empirical: the table's first point)"),
+    ("F", "DISK_HIGH", "f8", "s", "config",
+     "fdatasync latency's uniform high bound, s (empirical: the table's last point)"),
+    ("F", "DISK_SIGMA", "f8", "-", "config", "fdatasync latency's lognormal sigma (of the log)"),
     ("I", "DISK_KIND", "i8", "-", "config",
-     "TODO(group) fdatasync distribution kind; the disk's generator"),
+     "fdatasync latency distribution: DIST_FIXED, ..., DIST_EMPIRICAL"),
     ("I", "DISK_RNG1", "i8", "-", "state",
-     "TODO(group) fdatasync distribution kind; the disk's generator"),
-    ("I", "DISK_RNG2", "i8", "-", "state",
-     "TODO(group) fdatasync distribution kind; the disk's generator"),
+     "the disk's own generator (disk_uniform): its first LCG's state"),
+    ("I", "DISK_RNG2", "i8", "-", "state", "the disk's own generator: its second LCG's state"),
 )
 
 

@@ -30,15 +30,15 @@ from redsim.model.state import LINE_KIND, N_CONNS, N_LINES, SEQ
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
 # says what each entry holds: where, name, dtype, unit, kind, doc).
 FIELDS = (
-    ("I", "SEQ", "i8", "-", "state", "TODO"),
+    ("I", "SEQ", "i8", "-", "state",
+     "next sequence number for a scheduled client event (ties leave in scheduling order)"),
     ("ln", "t", "f8", "s", "state",
-     "TODO(group) (N_LINES, capacity) rings: when, scheduling order, connection"),
+     "the delay lines' rings (line l at [l*C, (l+1)*C), C = N_CONNS): each event's time, s"),
     ("ln", "seq", "i8", "-", "state",
-     "TODO(group) (N_LINES, capacity) rings: when, scheduling order, connection"),
-    ("ln", "id", "i8", "-", "state",
-     "TODO(group) (N_LINES, capacity) rings: when, scheduling order, connection"),
-    ("ln", "head", "i8", "-", "state", "TODO(group) per line: first entry, entries queued"),
-    ("ln", "n", "i8", "-", "state", "TODO(group) per line: first entry, entries queued"),
+     "the delay lines' rings: each event's sequence number (SEQ when scheduled)"),
+    ("ln", "id", "i8", "-", "state", "the delay lines' rings: each event's connection slot"),
+    ("ln", "head", "i8", "-", "state", "per delay line: ring index of its first (earliest) event"),
+    ("ln", "n", "i8", "-", "state", "per delay line: events queued"),
 )
 
 

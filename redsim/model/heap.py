@@ -15,13 +15,16 @@ from redsim.model.state import HEAP_CAP, HEAP_N
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
 # says what each entry holds: where, name, dtype, unit, kind, doc).
 FIELDS = (
-    ("I", "HEAP_N", "i8", "-", "state", "TODO"),
+    ("I", "HEAP_N", "i8", "-", "state",
+     "events in the client-side heap (the wheel's far-future overflow)"),
     ("I", "HEAP_CAP", "i8", "-", "size",
-     "TODO(heading) sizes (the kernel indexes raw pointers, which do not know their length)"),
-    ("hp", "t", "f8", "s", "state", "TODO"),
-    ("hp", "seq", "i8", "-", "state", "TODO"),
-    ("hp", "kind", "i8", "-", "state", "TODO"),
-    ("hp", "id", "i8", "-", "state", "TODO"),
+     "heap capacity (hp rows; as many wheel entries): slots + conns + 4 per group + 16"),
+    ("hp", "t", "f8", "s", "state", "heap entry's event time, s"),
+    ("hp", "seq", "i8", "-", "state",
+     "heap entry's sequence number (SEQ when scheduled): ties' order"),
+    ("hp", "kind", "i8", "-", "state", "heap entry's event kind: EV_ISSUE, EV_OPEN_ARRIVAL, ..."),
+    ("hp", "id", "i8", "-", "state",
+     "heap entry's subject: request slot, connection, group or pool, by kind"),
 )
 
 

@@ -20,10 +20,14 @@ from redsim.model.state import LM_THRESHOLD, T
 # says what each entry holds: where, name, dtype, unit, kind, doc).
 FIELDS = (
     ("I", "LM_THRESHOLD", "i8", "ms", "config", "latency-monitor-threshold, ms (0 = off)"),
-    ("rc", "lm_t", "f8", "-", "record", "TODO(group) latency monitor (model/latency.py)"),
-    ("rc", "lm_ms", "i8", "-", "record", "TODO(group) latency monitor (model/latency.py)"),
-    ("rc", "lm_n", "i8", "-", "record", "TODO(group) latency monitor (model/latency.py)"),
-    ("rc", "lm_max", "i8", "-", "record", "TODO(group) latency monitor (model/latency.py)"),
+    ("rc", "lm_t", "f8", "s", "record",
+     "each event's ring of LATENCY_TS_LEN samples: the sample's second (time(NULL)), s"),
+    ("rc", "lm_ms", "i8", "ms", "record",
+     "each event's ring of samples: the latency, whole ms (the second's largest)"),
+    ("rc", "lm_n", "i8", "-", "record",
+     "samples each event has recorded (ring position: n % LATENCY_TS_LEN)"),
+    ("rc", "lm_max", "i8", "ms", "record",
+     "each event's all-time maximum latency (LATENCY LATEST max), ms"),
 )
 
 LATENCY_TS_LEN = 160

@@ -19,9 +19,10 @@ from redsim.model.state import LFU_DECAY_TIME, LFU_LOG_FACTOR, T
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
 # says what each entry holds: where, name, dtype, unit, kind, doc).
 FIELDS = (
-    ("I", "LFU_LOG_FACTOR", "i8", "-", "config", "TODO(heading) eviction (model/eviction.py)"),
-    ("I", "LFU_DECAY_TIME", "i8", "-", "config",
-     "TODO(group) the keyspace's own generator (rng.server_uniform)"),
+    ("I", "LFU_LOG_FACTOR", "i8", "-", "config",
+     "server.lfu_log_factor: the LFU counter's increment damping (lfu-log-factor)"),
+    ("I", "LFU_DECAY_TIME", "i8", "min", "config",
+     "server.lfu_decay_time: minutes per decrement of an idle key's LFU counter; 0 = no decay"),
 )
 
 LFU_INIT_VAL = 5

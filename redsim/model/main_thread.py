@@ -16,7 +16,8 @@ from redsim.observe.bins import add_interval
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
 # says what each entry holds: where, name, dtype, unit, kind, doc).
 FIELDS = (
-    ("F", "T", "f8", "s", "state", "TODO"),
+    ("F", "T", "f8", "s", "state",
+     "the main thread's clock: simulated time now, s since the run's start"),
 )
 
 

@@ -36,15 +36,16 @@ from redsim.model.state import (
 # says what each entry holds: where, name, dtype, unit, kind, doc).
 FIELDS = (
     ("I", "MEM_STARTUP", "i8", "B", "config",
-     "TODO(heading) the keyspace and the memory ledger (model/db.py, model/memory.py); bytes"),
-    ("I", "MAXMEMORY", "i8", "B", "config",
-     "TODO(heading) the keyspace and the memory ledger (model/db.py, model/memory.py); bytes"),
-    ("I", "Q16", "i8", "B", "config",
-     "TODO(heading) the keyspace and the memory ledger (model/db.py, model/memory.py); bytes"),
-    ("I", "SHARED_INTS", "i8", "B", "config",
-     "TODO(heading) the keyspace and the memory ledger (model/db.py, model/memory.py); bytes"),
+     "used_memory_startup: what an empty server allocates, B (by version)"),
+    ("I", "MAXMEMORY", "i8", "B", "config", "server.maxmemory: the eviction limit, B; 0 = none"),
+    ("I", "Q16", "i8", "-", "config",
+     "1: the allocator's size classes step by 16 B (engine.allocator-quantum 16); 0: jemalloc's "
+     "8-B quantum"),
+    ("I", "SHARED_INTS", "i8", "-", "config",
+     "1: small integer values use shared objects (off under an LRU/LFU maxmemory-policy, as in "
+     "Redis)"),
     ("wi", "WI_USED_MEMORY", "i8", "B", "gauge",
-     "TODO(heading) gauges at each window's end (model/memory.py)"),
+     "used_memory (zmalloc_used_memory) at the window's end, B"),
 )
 
 POINTER = 8  # bytes per dict bucket (a dictEntry pointer)

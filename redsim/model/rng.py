@@ -37,16 +37,21 @@ from redsim.model.state import (
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
 # says what each entry holds: where, name, dtype, unit, kind, doc).
 FIELDS = (
-    ("I", "RNG_LOW", "i8", "-", "state", "TODO"),
-    ("I", "RNG_OVERRUN", "i8", "-", "counter", "TODO"),
+    ("I", "RNG_LOW", "i8", "-", "state",
+     "1: a stream's buffer is half used (or write-once rows ran low): the kernel returns "
+     "RET_REFILL"),
+    ("I", "RNG_OVERRUN", "i8", "-", "state",
+     "1 once a stream read past its buffer's end (reused draws; kernel.py raises)"),
     ("I", "RNG_SIZE", "i8", "-", "size",
-     "TODO(heading) sizes (the kernel indexes raw pointers, which do not know their length)"),
+     "uniforms per stream buffer (rg buf row length), a power of two"),
     ("tb", "emp_p", "f8", "-", "config",
-     "TODO(group) every empirical distribution's table: probabilities, values"),
+     "every empirical distribution's table: cumulative probabilities, 0 to 1, increasing"),
     ("tb", "emp_x", "f8", "-", "config",
-     "TODO(group) every empirical distribution's table: probabilities, values"),
-    ("rg", "buf", "f8", "-", "state", "TODO"),
-    ("rg", "pos", "i8", "-", "state", "TODO"),
+     "every empirical distribution's table: the values at those probabilities (the "
+     "distribution's unit)"),
+    ("rg", "buf", "f8", "-", "state",
+     "the random streams' uniforms in [0, 1), one row of RNG_SIZE per stream"),
+    ("rg", "pos", "i8", "-", "state", "per stream: the next unread uniform of its row"),
 )
 
 

@@ -32,17 +32,23 @@ from redsim.model.state import HEAP_N, WH_EPOCH, WH_FREE, WH_INV, WH_MASK, WH_N
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
 # says what each entry holds: where, name, dtype, unit, kind, doc).
 FIELDS = (
-    ("F", "WH_INV", "f8", "1/s", "config", "TODO"),
-    ("I", "WH_EPOCH", "i8", "-", "state", "TODO(heading) the timing wheel (model/wheel.py)"),
-    ("I", "WH_N", "i8", "-", "size", "TODO(heading) the timing wheel (model/wheel.py)"),
-    ("I", "WH_FREE", "i8", "-", "state", "TODO(heading) the timing wheel (model/wheel.py)"),
-    ("I", "WH_MASK", "i8", "-", "size", "TODO(heading) the timing wheel (model/wheel.py)"),
+    ("F", "WH_INV", "f8", "1/s", "config",
+     "1 / the wheel's bucket width: buckets per second of event time"),
+    ("I", "WH_EPOCH", "i8", "-", "state",
+     "the wheel's current epoch (bucket number from time 0); it covers [epoch, epoch+mask]"),
+    ("I", "WH_N", "i8", "-", "state", "events in the wheel's buckets now"),
+    ("I", "WH_FREE", "i8", "-", "state",
+     "first free wheel entry (the free list links through wh next), -1 if full"),
+    ("I", "WH_MASK", "i8", "-", "size",
+     "wheel buckets - 1 (a power of two less one): an epoch's bucket is epoch & mask"),
     ("wh", "head", "i8[]", "-", "state", "per bucket: first entry, -1 if empty"),
-    ("wh", "t", "f8", "s", "state", "TODO(group) per entry; `next` also links the free list"),
-    ("wh", "seq", "i8", "-", "state", "TODO(group) per entry; `next` also links the free list"),
-    ("wh", "kind", "i8", "-", "state", "TODO(group) per entry; `next` also links the free list"),
-    ("wh", "id", "i8", "-", "state", "TODO(group) per entry; `next` also links the free list"),
-    ("wh", "next", "i8", "-", "state", "TODO(group) per entry; `next` also links the free list"),
+    ("wh", "t", "f8", "s", "state", "wheel entry's event time, s"),
+    ("wh", "seq", "i8", "-", "state", "wheel entry's sequence number (SEQ when scheduled)"),
+    ("wh", "kind", "i8", "-", "state", "wheel entry's event kind: EV_ISSUE, EV_OPEN_ARRIVAL, ..."),
+    ("wh", "id", "i8", "-", "state",
+     "wheel entry's subject: request slot, connection, group or pool, by kind"),
+    ("wh", "next", "i8", "-", "state",
+     "next entry in its bucket's (time, seq)-sorted list, or in the free list; -1 at the end"),
 )
 
 
