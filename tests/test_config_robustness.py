@@ -147,10 +147,7 @@ def test_a_huge_number_in_a_file_names_the_file_and_line(tmp_path: Path) -> None
     assert "at most 100 years" in str(err) and "too large" in str(err)
 
 
-@pytest.mark.filterwarnings("ignore::redsim.config.errors.UnmodelledDirectiveWarning")
 def test_the_bounds_themselves_are_accepted() -> None:
-    # timeout is checked, not modelled yet: at its bound it warns (tested in
-    # test_schema_consumed.py), which is not what this test is about.
     sc = load_scenario({
         "duration": "1000000s",  # exactly 1,000,000 samples of 1 s
         "server": {"latency-monitor-threshold": f"{HUNDRED_YEARS:.0f}s", "maxmemory": "1024gb",

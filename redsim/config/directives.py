@@ -368,7 +368,6 @@ REDIS_DEFAULTS: dict[str, str] = {
 }
 
 NOT_YET_MODELLED: dict[str, str] = {
-    "timeout": "idle clients are never closed (clientsCron's timeout check)",
     "lazyfree-lazy-expire": "expired keys are freed on the main thread (no lazyfree thread)",
     "lazyfree-lazy-server-del": "overwritten keys are freed on the main thread",
     "lazyfree-lazy-user-del": "DEL frees on the main thread",

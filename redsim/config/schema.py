@@ -299,10 +299,13 @@ class Server(_Model):
     dynamic_hz: Bool = True
     """Double hz while clients/hz > 200 (up to 500)."""
     maxclients: Annotated[int, _v(parse_int, minimum=1, maximum=2**32 - 1)] = 10000
-    """Connection limit, clients (1..UINT_MAX, as Redis)."""
+    """Connection limit, clients (1..UINT_MAX, as Redis). A scenario whose pools could
+    open more connections is refused, so no connection is ever refused in a run."""
     timeout: Seconds = 0.0
-    """Idle client timeout, s; 0 = never. Checked, not modelled yet (idle clients
-    are never closed; a value other than 0 warns)."""
+    """Idle client timeout, whole seconds; 0 = never. clientsCron closes a client
+    whose last read or reply is more than this many whole seconds old (so after
+    ``timeout`` to ``timeout + 1`` s idle); its pool dials a new connection at
+    its next use."""
     maxmemory: Bytes = 0
     """Memory limit, bytes; 0 = no limit; at most 1 TB (``MAX_MAXMEMORY``)."""
     maxmemory_policy: Annotated[EvictionPolicy, _literal(EvictionPolicy)] = "noeviction"
@@ -394,6 +397,9 @@ class Server(_Model):
         if self.timeout > INT_MAX:
             # config.c: timeout is an int of seconds, 0..INT_MAX.
             raise BadValue(f"a timeout of at most {INT_MAX} s (Redis's limit)",
+                           f"{self.timeout:g} s", field=("timeout",))
+        if self.timeout != int(self.timeout):
+            raise BadValue("whole seconds (Redis's timeout is an integer of seconds)",
                            f"{self.timeout:g} s", field=("timeout",))
         if self.client_query_buffer_limit < 1024**2:
             # config.c: client-query-buffer-limit lower bound is 1mb.

@@ -20,6 +20,7 @@ from redsim.model import (
     aof,
     call,
     clients,
+    clients_cron,
     db,
     disk,
     event_loop,
@@ -42,6 +43,7 @@ STEPS = (
     call.configure,
     db.configure,  # decides key_rows (needs conns)
     memory.configure,
+    clients_cron.configure,
     eviction.configure,
     expire.configure,
     events.configure,  # needs conns, slots, groups

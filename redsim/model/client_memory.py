@@ -52,14 +52,12 @@ not counted.
 from __future__ import annotations
 
 from redsim.model.jemalloc import size_class
-from redsim.model.jit import leaf, step
+from redsim.model.jit import leaf
 from redsim.model.protocol import PROTO_IOBUF_LEN, PROTO_MBULK_BIG_ARG
 from redsim.model.state import (
-    CC_CURSOR,
     CLIENT_STRUCT,
     MEM_CLIENTS,
     MEM_CLIENTS_INFO,
-    N_CONNS,
     Q16,
     REDIS_62,
     REDIS_72,
@@ -76,8 +74,6 @@ FIELDS = (
      "memory held by all normal clients now (sum of cn mem), in used_memory, B"),
     ("I", "MEM_CLIENTS_INFO", "i8", "B", "state",
      "INFO mem_clients_normal: the clients' memory as of their last clientsCron visit, B"),
-    ("I", "CC_CURSOR", "i8", "-", "state",
-     "connection slot clientsCron visited last (its round-robin position)"),
     ("wi", "WI_MEM_CLIENTS", "i8", "B", "gauge",
      "memory held by normal clients (MEM_CLIENTS) at the window's end, B"),
     ("wi", "WI_MEM_CLIENTS_INFO", "i8", "B", "gauge",
@@ -377,28 +373,3 @@ def resize_output_buffer(w, c):
     if w.F[T] - w.cn_t_buf_reset[c] >= BUF_PEAK_RESET_S:
         w.cn_buf_peak[c] = min(w.cn_reply_bytes[c], w.cn_buf_usable[c])
         w.cn_t_buf_reset[c] = w.F[T]
-
-
-@step
-def clients_cron(w, visits):
-    """Visit ``visits`` connected clients round-robin: trim buffers, report memory."""
-    I = w.I
-    n = I[N_CONNS]
-    c = I[CC_CURSOR]
-    done = 0
-    for _ in range(n):
-        if done == visits:
-            break
-        c += 1
-        if c >= n:
-            c = 0
-        if w.cn_mem[c] == 0:  # not connected (or not yet accepted)
-            continue
-        done += 1
-        resize_query_buffer(w, c, w.cn_partial[c], current_bulk(w, c))
-        if not I[REDIS_62]:
-            resize_output_buffer(w, c)
-        update(w, c)
-        I[MEM_CLIENTS_INFO] += w.cn_mem[c] - w.cn_mem_info[c]
-        w.cn_mem_info[c] = w.cn_mem[c]
-    I[CC_CURSOR] = c

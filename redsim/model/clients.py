@@ -40,7 +40,6 @@ from redsim.model.jit import entry, leaf, step
 from redsim.model.ring import wrap
 from redsim.model.rng import draw, exponential, uniform
 from redsim.model.state import (
-    BUSY_CONNS,
     CONNECTED,
     EV_ARRIVE,
     EV_ISSUE,
@@ -71,7 +70,6 @@ from redsim.model.state import (
     W_BUSY_CONNS,
     W_IN_SYSTEM,
     W_WAITERS,
-    WAITERS,
     WI_CLOSED,
     WI_ISSUED,
     WI_OPENED,
@@ -99,10 +97,6 @@ FIELDS = (
      "requests issued and not yet completed or rejected (waiting or on a connection) now"),
     ("I", "PENDING_CLOSE", "i8", "-", "state",
      "connections the clients closed whose freeClient the main thread has not yet run"),
-    ("I", "BUSY_CONNS", "i8", "-", "state",
-     "connections checked out of their pools, carrying a request, now"),
-    ("I", "WAITERS", "i8", "-", "state",
-     "requests queued in the pools' wait lists for a connection, now"),
     ("I", "N_CONNS", "i8", "-", "size", "connection slots (cn rows): the pools' max sizes summed"),
     ("I", "N_POOLS", "i8", "-", "size",
      "connection pools (pl rows): one per process of every group"),
@@ -129,6 +123,9 @@ FIELDS = (
     ("cn", "pool", "i8", "-", "config", "owning pool"),
     ("cn", "group", "i8", "-", "config", "owning client group"),
     ("cn", "is_open", "i8", "-", "state", "1 once connected, 0 when closed / never opened"),
+    ("cn", "srv_closed", "i8", "-", "state",
+     "1: the server closed it while it sat idle in its pool (timeout); the client "
+     "finds out at its next checkout"),
     ("cn", "req", "i8", "-", "state", "request slot in flight on this connection, -1 if none"),
     ("cn", "cmds_left", "i8", "-", "state", "commands of the request not yet read by Redis"),
     ("cn", "partial", "i8", "B", "state",
@@ -328,34 +325,45 @@ def pool_return(w, p, c):
     w.pl_idle_n[p] += 1
 
 
-@step
-def open_connection(w, p, te):
-    """Open a new connection in pool p (the caller checked a slot is free)."""
+@leaf
+def dial(w, c, te):
+    """Connection slot c connects at te; Redis pays accept/createClient when it
+    first reads it."""
     I = w.I
-    w.pl_free_n[p] -= 1
-    c = w.pl_free_slots[w.pl_base[p] + w.pl_free_n[p]]
-    w.pl_n_open[p] += 1
     w.cn_is_open[c] = 1
-    w.cn_new[c] = 1  # Redis pays accept/createClient when it first reads it
+    w.cn_new[c] = 1
     I[CONNECTED] += 1
     I[STAT_CONNECTIONS] += 1
     count(w, WI_OPENED, te, 1)
+
+
+@step
+def open_connection(w, p, te):
+    """Open a new connection in pool p (the caller checked a slot is free)."""
+    w.pl_free_n[p] -= 1
+    c = w.pl_free_slots[w.pl_base[p] + w.pl_free_n[p]]
+    w.pl_n_open[p] += 1
+    dial(w, c, te)
     return c
 
 
 @step
 def close_connection(w, c, te):
-    """The client closes an idle connection; Redis frees the client later."""
+    """The client closes an idle connection; Redis frees the client later (or
+    freed it already, if it closed it first: ``clients_cron.handle_timeout``)."""
     I = w.I
     p = w.cn_pool[c]
-    w.cn_is_open[c] = 0
-    client_memory.free_client(w, c)  # freed here, not at freeClient on the main thread
+    if w.cn_srv_closed[c]:
+        w.cn_srv_closed[c] = 0  # only the client's end of the socket was left
+    else:
+        w.cn_is_open[c] = 0
+        client_memory.free_client(w, c)  # freed here, not at freeClient on the main thread
+        I[CONNECTED] -= 1
+        I[PENDING_CLOSE] += 1  # the EOF is read (and freeClient runs) on the main thread
+        count(w, WI_CLOSED, te, 1)
     w.pl_n_open[p] -= 1
     w.pl_free_slots[w.pl_base[p] + w.pl_free_n[p]] = c
     w.pl_free_n[p] += 1
-    I[CONNECTED] -= 1
-    I[PENDING_CLOSE] += 1  # the EOF is read (and freeClient runs) on the main thread
-    count(w, WI_CLOSED, te, 1)
 
 
 @step
@@ -386,12 +394,10 @@ def reap(w, g, te):
 @step
 def send(w, c, r, t_got, t_send):
     """Request r leaves on connection c at t_send (it got the connection at t_got)."""
-    I = w.I
     F = w.F
     w.cn_req[c] = r
     w.cn_cmds_left[c] = w.gp_pipeline[w.rq_group[r]]
     w.cn_t_checkout[c] = t_got
-    I[BUSY_CONNS] += 1
     add_interval(w, W_WAITERS, w.rq_t_issue[r], t_got)
     if t_send == t_got:
         events.line_push(w, LINE_ARRIVE, t_send + F[RTT_HALF], c)
@@ -412,7 +418,13 @@ def issue(w, r, te):
     count(w, WI_ISSUED, te, 1)
     p = w.rq_pool[r]
     c = pool_checkout(w, p)
-    if c >= 0:
+    if c >= 0 and w.cn_srv_closed[c]:
+        # The server closed it while it was idle (timeout): the library sees the
+        # EOF at checkout and dials again in its place, one round trip first.
+        w.cn_srv_closed[c] = 0
+        dial(w, c, te)
+        send(w, c, r, te, te + 2.0 * F[RTT_HALF])
+    elif c >= 0:
         send(w, c, r, te, te)
     elif w.pl_n_open[p] < w.pl_max_size[p]:
         c = open_connection(w, p, te)
@@ -426,7 +438,6 @@ def issue(w, r, te):
             w.rq_next[w.pl_wait_tail[p]] = r
         w.pl_wait_tail[p] = r
         w.pl_wait_n[p] += 1
-        I[WAITERS] += 1
     else:
         # The pool's wait queue is full: the client gives up on this request.
         I[IN_FLIGHT] -= 1
@@ -504,7 +515,6 @@ def complete(w, c, te):
     add_interval(w, W_BUSY_CONNS, w.cn_t_checkout[c], te)
     I[REQ_DONE] += 1
     I[IN_FLIGHT] -= 1
-    I[BUSY_CONNS] -= 1
     w.cn_req[c] = -1
     p = w.cn_pool[c]
     if w.pl_wait_n[p] > 0:
@@ -512,7 +522,6 @@ def complete(w, c, te):
         r2 = w.pl_wait_head[p]
         w.pl_wait_head[p] = w.rq_next[r2]
         w.pl_wait_n[p] -= 1
-        I[WAITERS] -= 1
         send(w, c, r2, te, te)
     else:
         w.cn_t_idle[c] = te
@@ -835,6 +844,7 @@ def configure(b) -> None:
     b.fill("gp", **gp)
     b.fill("cn",
            pool=i64(conn_pool), group=i64(conn_group), is_open=np.zeros(C, np.int64),
+           srv_closed=np.zeros(C, np.int64),
            req=np.full(C, -1, np.int64), cmds_left=np.zeros(C, np.int64),
            partial=np.zeros(C, np.int64), next_cmd=np.full(C, -1, np.int64),
            next_bytes=np.zeros(C, np.int64), next_reply=np.zeros(C, np.int64),

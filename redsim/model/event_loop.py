@@ -75,7 +75,7 @@ timer due exactly at a poll runs after that poll's file events.
 
 from __future__ import annotations
 
-from redsim.model import client_memory, events
+from redsim.model import client_memory, clients_cron, events
 from redsim.model.aof import aof_cron, flush_append_only_file
 from redsim.model.call import call, pick_key, pick_write_key, value_size
 from redsim.model.client_memory import PROTO_REPLY_CHUNK_BYTES, REPLY_NODE_USABLE
@@ -111,7 +111,6 @@ from redsim.model.state import (
     CRON_WHEN,
     DIST_EXP,
     DYN_HZ,
-    EL_CYCLES,
     EV_ARRIVE,
     EV_TIMER,
     FORK_REQ,
@@ -140,7 +139,6 @@ from redsim.model.state import (
     SERVICE_STREAM,
     STAT_COMMANDS,
     STAT_OOM,
-    T_LAST_CRON,
     W_BUSY_CONNS,
     W_CPU_COMMANDS,
     W_CPU_CONNECTIONS,
@@ -164,8 +162,6 @@ from redsim.observe.bins import add_interval, count
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
 # says what each entry holds: where, name, dtype, unit, kind, doc).
 FIELDS = (
-    ("F", "T_END", "f8", "s", "config",
-     "the run's horizon (scenario duration), s; set, not read by the kernel"),
     ("F", "CRON_WHEN", "f8", "s", "state",
      "when serverCron is next due: 1/hz after its last run returned (the ae time event's when)"),
     ("F", "C_ITER", "f8", "s", "config",
@@ -182,7 +178,6 @@ FIELDS = (
     ("F", "C_CLOSE", "f8", "s", "config", "CPU of freeing one closed client (freeClient), s"),
     ("F", "C_CRON", "f8", "s", "config", "CPU of one serverCron run's fixed work, s"),
     ("F", "C_CRON_CLIENT", "f8", "s", "config", "CPU of clientsCron per client visited, s"),
-    ("F", "T_LAST_CRON", "f8", "s", "state", "when serverCron last ran (its return), s"),
     ("F", "POLL_WAKE", "f8", "s", "state",
      "when this iteration's epoll_wait times out: the next timer, 6.2 late by beforeSleep, now "
      "if evictionTimeProc is due, s"),
@@ -202,16 +197,12 @@ FIELDS = (
      "(engine.cpu.distribution)"),
     ("I", "STAT_COMMANDS", "i8", "-", "counter",
      "server.stat_numcommands: commands processed since start (here -OOM refusals included)"),
-    ("I", "EL_CYCLES", "i8", "-", "counter",
-     "event-loop iterations (aeProcessEvents calls) since start (INFO eventloop_cycles)"),
     ("I", "READY_HEAD", "i8", "-", "state",
      "index in the ready ring (w.ready) of the first ready connection"),
     ("I", "READY_N", "i8", "-", "state",
      "connections on the ready ring (epoll's ready list): readable now"),
     ("I", "PW_N", "i8", "-", "state",
      "clients on w.pw (server.clients_pending_write), replies to write"),
-    ("I", "MAXCLIENTS", "i8", "-", "config",
-     "server.maxclients; set, not read by the kernel (the schema bounds the pools by it)"),
     ("I", "REDIS_62", "i8", "-", "config",
      "1 for redis-version 6.2 (reads, writes and poll timeout differ)"),
     ("I", "STAT_OOM", "i8", "-", "counter",
@@ -553,7 +544,7 @@ def server_cron(w):
     if visited < CLIENTS_CRON_MIN_ITERATIONS:
         visited = min(numclients, CLIENTS_CRON_MIN_ITERATIONS)
     busy(w, W_CPU_CRON, F[C_CRON] + F[C_CRON_CLIENT] * visited)
-    client_memory.clients_cron(w, visited)
+    clients_cron.clients_cron(w, visited)
     spent = active_expire_cycle(w, False)  # databasesCron: the slow cycle
     if spent > 0.0:
         busy(w, W_CPU_EXPIRE, spent)
@@ -562,7 +553,6 @@ def server_cron(w):
     resize_dicts(w)  # databasesCron
     persistence_cron(w)  # a finished child, save points, AOF rewrite
     aof_cron(w)  # a postponed AOF flush
-    F[T_LAST_CRON] = F[T]
     F[CRON_WHEN] = F[T] + 1.0 / hz
 
 
@@ -655,7 +645,6 @@ def run(world, t_stop):
                 I[EV_TIMER] = 0
         if F[T] >= F[CRON_WHEN]:
             server_cron(w)
-        I[EL_CYCLES] += 1
         count(w, WI_CYCLES, F[T], 1)
         I[PHASE] = PH_BEFORE_SLEEP
 
@@ -697,7 +686,6 @@ def configure(b) -> None:
 
     sc = b.scenario
     server, cpu = sc.server, sc.engine.cpu
-    b.F[S.T_END] = sc.duration
     b.F[S.WARMUP] = sc.warmup
     b.F[S.RTT_HALF] = sc.network.rtt / 2.0
     for idx, v in ((S.C_ITER, cpu.iteration), (S.C_WAKE, cpu.wakeup), (S.C_READ, cpu.read),
@@ -715,7 +703,6 @@ def configure(b) -> None:
     b.I[S.REDIS_62] = 1 if sc.redis_version == "6.2" else 0
     b.I[S.REDIS_72] = 1 if sc.redis_version == "7.2" else 0
     b.I[S.DIST_EXP] = 1 if cpu.distribution == "exponential" else 0
-    b.I[S.MAXCLIENTS] = server.maxclients
     b.I[S.PHASE] = S.PH_BEFORE_SLEEP
     C = b.size["conns"]
     b.extra["lists"] = {"ready": np.zeros(max(C, 1), np.int64),

@@ -104,11 +104,8 @@ from redsim.model.state import (
     PG_WORDS,
     REDIS_62,
     STAT_AOF_REWRITES,
-    STAT_FORK_REFUSED,
     STAT_FORKS,
     STAT_RDB_SAVES,
-    T_FORK,
-    T_LAST_BGSAVE_TRY,
     T_LASTSAVE,
     W_CPU_FORK,
     WI_FORKS,
@@ -131,10 +128,6 @@ FIELDS = (
     ("F", "CHILD_END", "f8", "s", "state",
      "when the child exits (known once its last chunk is queued); inf before"),
     ("F", "T_LASTSAVE", "f8", "s", "state", "server.lastsave: when the last BGSAVE completed, s"),
-    ("F", "T_LAST_BGSAVE_TRY", "f8", "s", "state",
-     "server.lastbgsave_try: when a BGSAVE last forked, s; set, not read (a BGSAVE never fails)"),
-    ("F", "T_FORK", "f8", "s", "state",
-     "when the current (or last) child forked, s; set, not read by the kernel"),
     ("F", "LATEST_FORK", "f8", "s", "state",
      "server.stat_fork_time: how long the last fork() took, s (latest_fork_usec)"),
     ("I", "AOF_RW_SCHEDULED", "i8", "-", "state",
@@ -158,8 +151,6 @@ FIELDS = (
     ("I", "STAT_RDB_SAVES", "i8", "-", "counter", "BGSAVEs completed since start (rdb_saves)"),
     ("I", "STAT_AOF_REWRITES", "i8", "-", "counter",
      "AOF rewrites completed since start (aof_rewrites)"),
-    ("I", "STAT_FORK_REFUSED", "i8", "-", "counter",
-     "forks refused because a child was already running, since start"),
     ("I", "N_FORK_REC", "i8", "-", "counter",
      "forks recorded in rc_forks so far (at most MAX_FORK_REC)"),
     ("I", "AOF_SIZE_AT_FORK", "i8", "B", "state", "aof_current_size when the rewrite child forked"),
@@ -213,7 +204,6 @@ def redis_fork(w, child_type):
     F = w.F
     I = w.I
     if I[CHILD] != CHILD_NONE:
-        I[STAT_FORK_REFUSED] += 1
         return False
     if child_type == CHILD_AOF:
         aof.flush_append_only_file(w, True)  # 7.x: the INCR file starts from here
@@ -232,11 +222,8 @@ def redis_fork(w, child_type):
         w.pg_cow[i] = 0
     I[COW_PAGES] = 0
     I[CHILD] = child_type
-    F[T_FORK] = F[T]
     I[DIRTY_AT_FORK] = I[DIRTY]
     I[AOF_SIZE_AT_FORK] = I[AOF_SIZE]
-    if child_type == CHILD_RDB:
-        F[T_LAST_BGSAVE_TRY] = t0
     # The child's file, in chunks of the incremental-fsync size, spread over
     # its serialisation time.
     nbytes = rdb_bytes(w)
@@ -396,7 +383,6 @@ def configure(b) -> None:
     b.F[S.COW_COPY_B] = 1.0 / host.cow_copy_bandwidth
     b.F[S.CHILD_KEY_RATE] = host.child_keys_per_sec
     b.F[S.CHILD_END] = math.inf
-    b.F[S.T_LAST_BGSAVE_TRY] = -math.inf
     page_shift, pg_words = _pages(sc, b.size["key_rows"])
     b.I[S.PAGE_SHIFT] = page_shift
     b.I[S.PG_WORDS] = pg_words

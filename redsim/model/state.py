@@ -43,9 +43,9 @@ from redsim.model import layout as _layout
 # read in this order, which is the layout's; nothing is counted by hand.
 OWNERS = (
     "model.main_thread", "model.event_loop", "model.clients", "model.client_memory",
-    "model.call", "model.db", "model.memory", "model.eviction", "model.lfu", "model.expire",
-    "model.aof", "model.disk", "model.fork", "model.cow", "model.latency", "model.events",
-    "model.heap", "model.wheel", "model.rng", "observe.bins",
+    "model.clients_cron", "model.call", "model.db", "model.memory", "model.eviction",
+    "model.lfu", "model.expire", "model.aof", "model.disk", "model.fork", "model.cow",
+    "model.latency", "model.events", "model.heap", "model.wheel", "model.rng", "observe.bins",
 )
 
 PARTS = (
