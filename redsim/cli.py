@@ -68,6 +68,12 @@ def summary_table(summary: dict) -> str:
         ("commands per cycle", f"{summary['commands_per_cycle']:.2f}"),
         ("requests rejected by pools", f"{summary['requests_rejected']:,}"),
     ]
+    if summary.get("connections_closed_by_server"):
+        rows += [
+            ("clients closed by Redis (of them evicted)",
+             f"{summary['connections_closed_by_server']:,} ({summary['evicted_clients']:,})"),
+            ("requests failed (connection closed)", f"{summary['requests_failed']:,}"),
+        ]
     if summary.get("aof_enabled") or summary.get("total_forks"):
         rows += [
             ("  aof / fsync / fork / cow",

@@ -162,9 +162,11 @@ class Result:
         ts["requests_per_sec"] = wi[S.WI_DONE] / length
         ts["offered_per_sec"] = wi[S.WI_ISSUED] / length
         ts["rejected_per_sec"] = wi[S.WI_REJECTED] / length
+        ts["failed_per_sec"] = wi[S.WI_FAILED] / length  # Redis closed their connection
         ts["connected_clients"] = wi[S.WI_CONNECTED]
         ts["connections_opened"] = wi[S.WI_OPENED]
         ts["connections_closed"] = wi[S.WI_CLOSED]
+        ts["evicted_clients"] = np.cumsum(wi[S.WI_EVICTED_CLIENTS])  # INFO evicted_clients
         ts["busy_connections"] = wf[S.W_BUSY_CONNS] / length
         ts["pool_waiters"] = wf[S.W_WAITERS] / length
         ts["queue_length"] = wf[S.W_IN_SERVER] / length
@@ -220,6 +222,9 @@ class Result:
             "total_commands_processed": int(w.I[S.STAT_COMMANDS]),
             "total_connections_received": int(w.I[S.STAT_CONNECTIONS]),
             "requests_rejected": int(w.I[S.REQ_REJECTED]),
+            "requests_failed": int(w.I[S.REQ_FAILED]),
+            "connections_closed_by_server": int(w.I[S.STAT_SERVER_CLOSED]),
+            "evicted_clients": int(w.I[S.STAT_EVICTED_CLIENTS]),
             "requests_issued_total": int(w.I[S.REQ_ISSUED]),
             "requests_completed_total": int(w.I[S.REQ_DONE]),
             "requests_pending_at_end": pending,

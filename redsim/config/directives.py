@@ -374,7 +374,6 @@ NOT_YET_MODELLED: dict[str, str] = {
     "io-threads": "the main thread does every read and write (no I/O threads)",
     "client-query-buffer-limit": "a query buffer is never limited",
     "proto-max-bulk-len": "no argument is refused for its length",
-    "maxmemory-clients": "clients are never evicted for their memory (7.0 client eviction)",
 }
 """Directives of ``MODELLED_DIRECTIVES`` that are checked and documented like the
 others but not modelled yet, with what the model does instead: a value other than

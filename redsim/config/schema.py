@@ -357,9 +357,10 @@ class Server(_Model):
     """Largest bulk argument, bytes. Checked, not modelled yet (no argument is
     refused for its length; another value than 512mb warns)."""
     maxmemory_clients: Bytes = 0
-    """Client-eviction limit, bytes (a "N%" of maxmemory is resolved to bytes); 0 = off.
-    Checked, not modelled yet (clients are never evicted for their memory; a value
-    other than 0 warns)."""
+    """Client-eviction limit, bytes (a "N%" of maxmemory is resolved to bytes); 0 = off;
+    7.0+. While the normal clients' memory is at or over it (raised to at least
+    128 KB, as Redis does), Redis frees the largest clients; a request they had in
+    flight fails and the client reconnects after its group's retry-backoff."""
     latency_monitor_threshold: Annotated[int, _v(_whole_ms)] = 0
     """Latency monitor threshold, ms (a bare number is ms, as in Redis); 0 = off."""
     unmodelled: Annotated[dict[str, str], _v(parse_unmodelled)] = Field(default_factory=dict)
@@ -1312,6 +1313,10 @@ class Scenario(_Model):
                                "present at the start have no bound", "none of them",
                                field=("clients", i, "keyspace", "history"))
         self._check_size()
+        if self.redis_version == "6.2" and self.server.maxmemory_clients > 0:
+            raise BadValue("maxmemory-clients 0 with redis-version 6.2 (client eviction is new "
+                           "in Redis 7.0)", show(self.server.maxmemory_clients),
+                           field=("server", "maxmemory-clients"))
         total = sum(g.processes * g.pool.max_size for g in self.clients)
         if total > self.server.maxclients:
             raise BadValue(

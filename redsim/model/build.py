@@ -19,6 +19,7 @@ from __future__ import annotations
 from redsim.model import (
     aof,
     call,
+    client_eviction,
     clients,
     clients_cron,
     db,
@@ -44,6 +45,7 @@ STEPS = (
     db.configure,  # decides key_rows (needs conns)
     memory.configure,
     clients_cron.configure,
+    client_eviction.configure,
     eviction.configure,
     expire.configure,
     events.configure,  # needs conns, slots, groups

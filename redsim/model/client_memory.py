@@ -55,6 +55,8 @@ from redsim.model.jemalloc import size_class
 from redsim.model.jit import leaf
 from redsim.model.protocol import PROTO_IOBUF_LEN, PROTO_MBULK_BIG_ARG
 from redsim.model.state import (
+    CE_ENTERED,
+    CE_LIMIT,
     CLIENT_STRUCT,
     MEM_CLIENTS,
     MEM_CLIENTS_INFO,
@@ -63,6 +65,9 @@ from redsim.model.state import (
     REDIS_72,
     T,
 )
+
+CLIENT_MEM_USAGE_BUCKET_MIN_LOG = 15  # src/server.h: the first bucket holds up to 32 KB
+CLIENT_MEM_USAGE_BUCKET_MAX_LOG = 33  # the last, over 4 GB: 19 buckets
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
 # says what each entry holds: where, name, dtype, unit, kind, doc).
@@ -74,6 +79,12 @@ FIELDS = (
      "memory held by all normal clients now (sum of cn mem), in used_memory, B"),
     ("I", "MEM_CLIENTS_INFO", "i8", "B", "state",
      "INFO mem_clients_normal: the clients' memory as of their last clientsCron visit, B"),
+    ("I", "CE_ENTERED", "i8", "-", "state",
+     "client eviction: clients that have moved to another memory bucket since start"),
+    ("cn", "ce_bucket", "i8[]", "-", "state",
+     "client eviction: its memory bucket (0: <= 32 KB, ..., 18: > 4 GB; c->mem_usage_bucket)"),
+    ("cn", "ce_entered", "i8[]", "-", "state",
+     "client eviction: CE_ENTERED when it entered that bucket (its place in the bucket's list)"),
     ("wi", "WI_MEM_CLIENTS", "i8", "B", "gauge",
      "memory held by normal clients (MEM_CLIENTS) at the window's end, B"),
     ("wi", "WI_MEM_CLIENTS_INFO", "i8", "B", "gauge",
@@ -214,6 +225,23 @@ def update(w, c):
         total += w.cn_buf_usable[c]
     I[MEM_CLIENTS] += total - w.cn_mem[c]
     w.cn_mem[c] = total
+    if I[CE_LIMIT] > 0:  # updateClientMemUsageAndBucket: client eviction is on
+        bucket = mem_bucket(total)
+        if bucket != w.cn_ce_bucket[c]:
+            w.cn_ce_bucket[c] = bucket
+            I[CE_ENTERED] += 1
+            w.cn_ce_entered[c] = I[CE_ENTERED]
+
+
+@leaf
+def mem_bucket(mem):
+    """``getMemUsageBucket``: a client's bucket by the bit length of its memory,
+    0 (≤ 32 KB) to 18 (> 4 GB)."""
+    bits = 0
+    while bits < 63 and (mem >> bits) > 0:
+        bits += 1
+    return min(max(bits, CLIENT_MEM_USAGE_BUCKET_MIN_LOG), CLIENT_MEM_USAGE_BUCKET_MAX_LOG) \
+        - CLIENT_MEM_USAGE_BUCKET_MIN_LOG
 
 
 @leaf

@@ -42,6 +42,7 @@ from redsim.model.rng import draw, exponential, uniform
 from redsim.model.state import (
     CONNECTED,
     EV_ARRIVE,
+    EV_CLOSED,
     EV_ISSUE,
     EV_OPEN_ARRIVAL,
     EV_REAP,
@@ -62,6 +63,7 @@ from redsim.model.state import (
     N_POOLS,
     PENDING_CLOSE,
     REQ_DONE,
+    REQ_FAILED,
     REQ_ISSUED,
     REQ_REJECTED,
     RTT_HALF,
@@ -71,6 +73,7 @@ from redsim.model.state import (
     W_IN_SYSTEM,
     W_WAITERS,
     WI_CLOSED,
+    WI_FAILED,
     WI_ISSUED,
     WI_OPENED,
     WI_REJECTED,
@@ -90,6 +93,8 @@ FIELDS = (
      "requests issued since start (a pool's rejections included; slotless arrivals not)"),
     ("I", "REQ_DONE", "i8", "-", "counter",
      "requests whose last reply byte reached the client, since start"),
+    ("I", "REQ_FAILED", "i8", "-", "counter",
+     "requests that failed because Redis closed their connection before answering"),
     ("I", "REQ_REJECTED", "i8", "-", "counter",
      "requests given up since start: pool's wait queue full, or no free request slot for an "
      "arrival"),
@@ -115,6 +120,8 @@ FIELDS = (
      "open connections at the window's end (connected_clients)"),
     ("wi", "WI_IN_FLIGHT", "i8", "-", "gauge",
      "requests in flight at the window's end (IN_FLIGHT)"),
+    ("wi", "WI_FAILED", "i8", "-", "count",
+     "requests failed because Redis closed their connection before answering"),
     ("wi", "WI_REJECTED", "i8", "-", "count",
      "requests given up by the clients in the window (REQ_REJECTED)"),
     ("wi", "WI_OPENED", "i8", "-", "count", "connections opened in the window"),
@@ -406,6 +413,19 @@ def send(w, c, r, t_got, t_send):
 
 
 @step
+def send_on(w, c, r, te):
+    """Request r takes pooled connection c at te. If the server closed c while it
+    sat in the pool (``timeout``, client eviction), the library sees the EOF
+    and dials again in its place, one round trip before sending."""
+    if w.cn_srv_closed[c]:
+        w.cn_srv_closed[c] = 0
+        dial(w, c, te)
+        send(w, c, r, te, te + 2.0 * w.F[RTT_HALF])
+    else:
+        send(w, c, r, te, te)
+
+
+@step
 def issue(w, r, te):
     """Request slot r is issued at te: get a connection, open one, or wait."""
     I = w.I
@@ -418,14 +438,8 @@ def issue(w, r, te):
     count(w, WI_ISSUED, te, 1)
     p = w.rq_pool[r]
     c = pool_checkout(w, p)
-    if c >= 0 and w.cn_srv_closed[c]:
-        # The server closed it while it was idle (timeout): the library sees the
-        # EOF at checkout and dials again in its place, one round trip first.
-        w.cn_srv_closed[c] = 0
-        dial(w, c, te)
-        send(w, c, r, te, te + 2.0 * F[RTT_HALF])
-    elif c >= 0:
-        send(w, c, r, te, te)
+    if c >= 0:
+        send_on(w, c, r, te)
     elif w.pl_n_open[p] < w.pl_max_size[p]:
         c = open_connection(w, p, te)
         # TCP handshake: one round trip before the request can be sent.
@@ -522,11 +536,39 @@ def complete(w, c, te):
         r2 = w.pl_wait_head[p]
         w.pl_wait_head[p] = w.rq_next[r2]
         w.pl_wait_n[p] -= 1
-        send(w, c, r2, te, te)
+        send_on(w, c, r2, te)
     else:
         w.cn_t_idle[c] = te
         pool_return(w, p, c)
     finish_source(w, r, te, 0.0)
+
+
+@step
+def server_closed(w, c, te):
+    """Redis closed connection c before answering its request (client eviction):
+    the EOF reaches the client at te. The request fails; the client closes its
+    end, which frees the pool's slot for a waiter, and the source tries again
+    after its group's ``retry-backoff``."""
+    I = w.I
+    r = w.cn_req[c]
+    add_interval(w, W_IN_SYSTEM, w.rq_t_issue[r], te)
+    add_interval(w, W_BUSY_CONNS, w.cn_t_checkout[c], te)
+    I[IN_FLIGHT] -= 1
+    I[REQ_FAILED] += 1
+    count(w, WI_FAILED, te, 1)
+    w.cn_req[c] = -1
+    w.cn_srv_closed[c] = 0
+    p = w.cn_pool[c]
+    w.pl_n_open[p] -= 1
+    w.pl_free_slots[w.pl_base[p] + w.pl_free_n[p]] = c
+    w.pl_free_n[p] += 1
+    if w.pl_wait_n[p] > 0:
+        r2 = w.pl_wait_head[p]
+        w.pl_wait_head[p] = w.rq_next[r2]
+        w.pl_wait_n[p] -= 1
+        c2 = open_connection(w, p, te)
+        send(w, c2, r2, te, te + 2.0 * w.F[RTT_HALF])
+    finish_source(w, r, te, w.gp_retry_backoff[w.rq_group[r]])
 
 
 @leaf
@@ -661,6 +703,8 @@ def handle_event(w, kind, ident, te):
         w.pl_thinking[ident] += 1
     elif kind == EV_REAP:
         reap(w, ident, te)
+    elif kind == EV_CLOSED:
+        server_closed(w, ident, te)
 
 
 @entry
@@ -844,7 +888,8 @@ def configure(b) -> None:
     b.fill("gp", **gp)
     b.fill("cn",
            pool=i64(conn_pool), group=i64(conn_group), is_open=np.zeros(C, np.int64),
-           srv_closed=np.zeros(C, np.int64),
+           srv_closed=np.zeros(C, np.int64), ce_bucket=np.full(C, -1, np.int64),
+           ce_entered=np.zeros(C, np.int64),
            req=np.full(C, -1, np.int64), cmds_left=np.zeros(C, np.int64),
            partial=np.zeros(C, np.int64), next_cmd=np.full(C, -1, np.int64),
            next_bytes=np.zeros(C, np.int64), next_reply=np.zeros(C, np.int64),

@@ -16,8 +16,9 @@ read or reply write, both whole seconds, so a client idle for ``timeout + f``
 s (0 ≤ f < 1) is closed when the seconds it was last served in and it is
 visited in differ by more than ``timeout``. Replicas, blocked and pub/sub
 clients are exempt in Redis; the model has none of them. The close is
-``freeClient``: its memory goes back at once and it costs one
-``engine.cpu.close`` on the main thread, recorded as connection work.
+``freeClient`` (``client_close.free_client``): its memory goes back at once
+and it costs one ``engine.cpu.close`` on the main thread, recorded as
+connection work.
 
 The client finds out at its next use (``clients.issue``): a pool's
 connection the server closed is dead, and the library dials a new one
@@ -39,23 +40,17 @@ from __future__ import annotations
 
 import math
 
-from redsim.model import client_memory
+from redsim.model import client_close, client_memory
 from redsim.model.jit import step
-from redsim.model.main_thread import busy
 from redsim.model.state import (
-    C_CLOSE,
     CC_CURSOR,
-    CONNECTED,
     MAXIDLE,
     MEM_CLIENTS_INFO,
     N_CONNS,
     REDIS_62,
     RTT_HALF,
-    W_CPU_CONNECTIONS,
-    WI_CLOSED,
     T,
 )
-from redsim.observe.bins import count
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
 # says what each entry holds: where, name, dtype, unit, kind, doc).
@@ -79,12 +74,7 @@ def handle_timeout(w, c):
     last = w.cn_t_idle[c] - F[RTT_HALF]
     if math.floor(F[T]) - math.floor(last) <= I[MAXIDLE]:
         return False
-    client_memory.free_client(w, c)
-    w.cn_is_open[c] = 0
-    w.cn_srv_closed[c] = 1  # the client finds out at its next checkout
-    I[CONNECTED] -= 1
-    count(w, WI_CLOSED, F[T], 1)
-    busy(w, W_CPU_CONNECTIONS, F[C_CLOSE])
+    client_close.free_client(w, c)  # idle: its client finds out at the next checkout
     return True
 
 

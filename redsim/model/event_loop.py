@@ -78,6 +78,7 @@ from __future__ import annotations
 from redsim.model import client_memory, clients_cron, events
 from redsim.model.aof import aof_cron, flush_append_only_file
 from redsim.model.call import call, pick_key, pick_write_key, value_size
+from redsim.model.client_eviction import evict_clients
 from redsim.model.client_memory import PROTO_REPLY_CHUNK_BYTES, REPLY_NODE_USABLE
 from redsim.model.clients import handle_event
 from redsim.model.commands import EFFECT_READ, EFFECT_WRITE
@@ -106,6 +107,7 @@ from redsim.model.state import (
     C_WAKE,
     C_WRITE,
     C_WRITE_B,
+    CE_LIMIT,
     CONFIG_MAX_HZ,
     CONNECTED,
     CRON_WHEN,
@@ -131,6 +133,7 @@ from redsim.model.state import (
     PW_N,
     READY_HEAD,
     READY_N,
+    READY_PASS,
     REDIS_62,
     RET_REFILL,
     RET_STOP,
@@ -201,6 +204,8 @@ FIELDS = (
      "index in the ready ring (w.ready) of the first ready connection"),
     ("I", "READY_N", "i8", "-", "state",
      "connections on the ready ring (epoll's ready list): readable now"),
+    ("I", "READY_PASS", "i8", "-", "state",
+     "entries at the ready ring's head the current read pass has still to read"),
     ("I", "PW_N", "i8", "-", "state",
      "clients on w.pw (server.clients_pending_write), replies to write"),
     ("I", "REDIS_62", "i8", "-", "config",
@@ -362,6 +367,7 @@ def read_query_from_client(w, c):
     executed = 0
     cpu = 0.0
     evict_cpu = 0.0
+    gone = False
     while w.cn_cmds_left[c] > 0 and budget > 0:
         if w.cn_next_cmd[c] < 0:
             generate_command(w, c)
@@ -373,6 +379,9 @@ def read_query_from_client(w, c):
         budget -= need
         nread += need
         w.cn_partial[c] = 0
+        if I[CE_LIMIT] > 0 and evict_clients(w) > 0 and w.cn_mem[c] == 0:
+            gone = True  # processCommand: evictClients freed this very client
+            break
         if I[MAXMEMORY] > 0:  # processCommand: performEvictions before every command
             result, spent = perform_evictions(w)
             evict_cpu += spent
@@ -390,17 +399,21 @@ def read_query_from_client(w, c):
         w.cn_next_cmd[c] = -1
         w.cn_cmds_left[c] -= 1
         executed += 1
-    client_memory.query_buffer_filled(w, c, buffered + nread)
+    if not gone:
+        client_memory.query_buffer_filled(w, c, buffered + nread)
     busy(w, W_CPU_READ, F[C_READ] + F[C_READ_B] * nread)
     busy(w, W_CPU_COMMANDS, cpu)
     if evict_cpu > 0.0:
         busy(w, W_CPU_EVICTION, evict_cpu)
     charge_cow(w)
-    client_memory.reply_added(w, c)
-    client_memory.update(w, c)
     if executed > 0:
         I[STAT_COMMANDS] += executed
         count(w, WI_COMMANDS, F[T], executed)
+    if gone:
+        return
+    client_memory.reply_added(w, c)
+    client_memory.update(w, c)
+    if executed > 0:
         if I[BATCHING]:
             if not w.cn_in_pw[c]:
                 w.cn_in_pw[c] = 1
@@ -496,6 +509,8 @@ def client_event(w, te, kind, ident):
     """Apply one client event, due at client time te."""
     snapshot_gauges(w, te)
     if kind == EV_ARRIVE:
+        if w.cn_srv_closed[ident]:
+            return  # Redis closed the connection while these bytes were on their way
         w.cn_t_arrive[ident] = te
         ready_push(w, ident)
         # Decide the request's first command now and start loading its key's
@@ -584,6 +599,8 @@ def run(world, t_stop):
             if I[AOF_ON]:  # group commit: before any reply of this iteration leaves
                 flush_append_only_file(w, False)
             handle_clients_with_pending_writes(w)
+            if I[CE_LIMIT] > 0:
+                evict_clients(w)
             # The poll's timeout runs to the next timer. 7.x computes it after
             # beforeSleep; 6.2 before it, so 6.2 sleeps beforeSleep's length too long.
             F[POLL_WAKE] = F[CRON_WHEN]
@@ -631,8 +648,11 @@ def run(world, t_stop):
         if I[PENDING_CLOSE] > 0:
             busy(w, W_CPU_CONNECTIONS, F[C_CLOSE] * I[PENDING_CLOSE])
             I[PENDING_CLOSE] = 0
-        n = I[READY_N]
-        for _ in range(n):
+        # A client freed during the pass leaves the ring (client_close.unlist),
+        # and with it the pass's count if it was still to be read.
+        I[READY_PASS] = I[READY_N]
+        while I[READY_PASS] > 0:
+            I[READY_PASS] -= 1
             read_query_from_client(w, ready_pop(w))
         # Time events, newest timer first (ae inserts at the list head).
         if I[FORK_REQ]:  # a scenario event's BGSAVE / BGREWRITEAOF, read with the rest

@@ -14,6 +14,7 @@ from redsim.model.memory import clients_memory, used_memory
 from redsim.model.state import (
     AOF_BUF,
     AOF_SIZE,
+    CE_LIMIT,
     CHILD,
     CONNECTED,
     COW_PAGES,
@@ -65,7 +66,9 @@ def snapshot_gauges(w, te):
         w.rc_wi[cell(I, WI_EXPIRES, k)] = I[KS_EXPIRES]
         w.rc_wi[cell(I, WI_BUCKETS, k)] = I[KS_BUCKETS] + I[KS_EXP_BUCKETS]
         w.rc_wi[cell(I, WI_MEM_CLIENTS, k)] = clients_memory(w)
-        w.rc_wi[cell(I, WI_MEM_CLIENTS_INFO, k)] = I[MEM_CLIENTS_INFO]
+        # With client eviction on, Redis keeps INFO's figure in real time (§2.10).
+        w.rc_wi[cell(I, WI_MEM_CLIENTS_INFO, k)] = clients_memory(w) if I[CE_LIMIT] > 0 else \
+            I[MEM_CLIENTS_INFO]
         w.rc_wi[cell(I, WI_AOF_BUF, k)] = I[AOF_BUF]
         w.rc_wi[cell(I, WI_AOF_SIZE, k)] = I[AOF_SIZE]
         w.rc_wi[cell(I, WI_COW_BYTES, k)] = I[COW_PAGES] << I[PAGE_SHIFT]

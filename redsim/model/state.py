@@ -43,9 +43,10 @@ from redsim.model import layout as _layout
 # read in this order, which is the layout's; nothing is counted by hand.
 OWNERS = (
     "model.main_thread", "model.event_loop", "model.clients", "model.client_memory",
-    "model.clients_cron", "model.call", "model.db", "model.memory", "model.eviction",
-    "model.lfu", "model.expire", "model.aof", "model.disk", "model.fork", "model.cow",
-    "model.latency", "model.events", "model.heap", "model.wheel", "model.rng", "observe.bins",
+    "model.clients_cron", "model.client_close", "model.client_eviction", "model.call",
+    "model.db", "model.memory", "model.eviction", "model.lfu", "model.expire", "model.aof",
+    "model.disk", "model.fork", "model.cow", "model.latency", "model.events", "model.heap",
+    "model.wheel", "model.rng", "observe.bins",
 )
 
 PARTS = (
@@ -104,6 +105,7 @@ EV_REAP = 4  # a group's pool reaper runs (closes idle connections)
 EV_TRACE = 5  # next recorded-time line of a trace group
 EV_THINK_CLOCK = 6  # a memoryless closed-loop group's uniformized think clock ticks
 EV_RESUME = 7  # a thread of a memoryless group's process starts thinking (after backoff)
+EV_CLOSED = 8  # the server's close of a connection with a request in flight reaches the client
 
 # Delay lines: events that happen a fixed delay after a clock that never goes
 # back are born in time order, so they queue in a FIFO ring instead of the heap.
