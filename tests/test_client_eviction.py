@@ -122,3 +122,73 @@ def test_maxmemory_clients_needs_redis_7():
     with pytest.raises(ScenarioError, match=r"maxmemory-clients.*6\.2"):
         load_scenario({"name": "x", "redis-version": "6.2",
                        "server": {"maxmemory-clients": "1mb"}, "clients": [{"name": "a"}]})
+
+
+def _big_sets(value: str, server: dict) -> dict:
+    return {
+        "name": "big-sets", "duration": 5, "seed": 1, "sample-interval": 1,
+        "server": server, "network": {"rtt": "200us"},
+        "clients": [{"name": "loader", "processes": 1,
+                     "think": {"distribution": "fixed", "mean": "100ms"},
+                     "pool": {"max-size": 1, "retry-backoff": "10ms"},
+                     "mix": {"SET": 1}, "keyspace": {"keys": 10, "preload": 0},
+                     "value-size": {"distribution": "fixed", "mean": value}}],
+    }
+
+
+@pytest.mark.parametrize("value, server, refused", [
+    # A 2 MB argument: over proto-max-bulk-len 1mb (a protocol error at its
+    # header), over client-query-buffer-limit 1mb (the read of the argument
+    # fills the buffer past it), under both defaults (512 MB, 1 GB).
+    ("2mb", {"proto-max-bulk-len": "1mb"}, True),
+    ("2mb", {"client-query-buffer-limit": "1mb"}, True),
+    ("2mb", {}, False),
+    # 1 MB of value with its CRLF is 1 MB + 2 bytes of argument: at the limit, not past it.
+    ("1mb", {"proto-max-bulk-len": "1mb"}, False),
+])
+def test_an_argument_or_query_over_its_limit_closes_the_client(value, server, refused):
+    s = simulate(load_scenario(_big_sets(value, server)), progress=False).summary
+    if refused:
+        # Every SET fails, on a connection Redis closed; none stores its key.
+        assert s["requests_completed_total"] == 0
+        assert s["requests_failed"] == s["connections_closed_by_server"] > 10
+        assert s["keys_end"] == 0
+    else:
+        assert (s["requests_failed"], s["connections_closed_by_server"]) == (0, 0)
+        assert s["requests_completed_total"] > 10
+
+
+def _send_big_set(srv, size: int) -> tuple[bytes, bool]:
+    """SET k to ``size`` bytes on a raw socket: (what came back, closed by the server)."""
+    import socket
+
+    s = socket.create_connection((srv.host, srv.port), timeout=5)
+    got = b""
+    try:
+        s.sendall(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$%d\r\n" % size + b"x" * size + b"\r\n")
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                return got, True
+            got += chunk
+            if got.endswith(b"\r\n") and got.startswith(b"+OK"):
+                return got, False
+    except (ConnectionResetError, BrokenPipeError):
+        return got, True
+    finally:
+        s.close()
+
+
+@pytest.mark.live
+@pytest.mark.slow
+@pytest.mark.parametrize("config", [{"proto-max-bulk-len": "1mb"},
+                                    {"client-query-buffer-limit": "1mb"}, {}])
+def test_a_real_redis_closes_a_client_over_either_limit(config):
+    # What the model does with the same 2 MB SET: the connection is closed and
+    # the key not stored, or, under the defaults, +OK.
+    from redsim.live.server import RedisServer
+
+    with RedisServer(config=config) as srv:
+        got, closed = _send_big_set(srv, 2 * 1024 * 1024)
+        stored = srv.client().exists("k")
+    assert (closed, stored) == ((True, 0) if config else (False, 1)), got[:80]

@@ -136,8 +136,7 @@ def test_every_field_is_read_by_the_model_or_listed(consumed):
 
 @pytest.mark.parametrize("directive, value", [
     ("lazyfree-lazy-expire", "yes"), ("lazyfree-lazy-server-del", "yes"),
-    ("lazyfree-lazy-user-del", "yes"), ("io-threads", 4), ("client-query-buffer-limit", "2gb"),
-    ("proto-max-bulk-len", "1gb")])
+    ("lazyfree-lazy-user-del", "yes"), ("io-threads", 4)])
 def test_a_field_not_modelled_yet_warns_when_set(directive, value):
     assert directive in NOT_YET_MODELLED
     forget_warnings()

@@ -372,8 +372,6 @@ NOT_YET_MODELLED: dict[str, str] = {
     "lazyfree-lazy-server-del": "overwritten keys are freed on the main thread",
     "lazyfree-lazy-user-del": "DEL frees on the main thread",
     "io-threads": "the main thread does every read and write (no I/O threads)",
-    "client-query-buffer-limit": "a query buffer is never limited",
-    "proto-max-bulk-len": "no argument is refused for its length",
 }
 """Directives of ``MODELLED_DIRECTIVES`` that are checked and documented like the
 others but not modelled yet, with what the model does instead: a value other than

@@ -351,11 +351,11 @@ class Server(_Model):
     """Threads writing replies (and with ``io-threads-do-reads``, reading). Checked,
     not modelled yet (the main thread does every read and write; more than 1 warns)."""
     client_query_buffer_limit: Annotated[int, _v(parse_size)] = 1024**3
-    """Per-client query buffer cap, bytes. Checked, not modelled yet (a query
-    buffer is never limited; another value than 1gb warns)."""
+    """Per-client query buffer cap, bytes (at least 1mb). A client whose query buffer
+    passes it after a read is closed: its request fails."""
     proto_max_bulk_len: Annotated[int, _v(parse_size)] = 512 * 1024**2
-    """Largest bulk argument, bytes. Checked, not modelled yet (no argument is
-    refused for its length; another value than 512mb warns)."""
+    """Largest bulk argument, bytes (at least 1mb). A command carrying a longer one is
+    a protocol error and its client is closed: the request fails."""
     maxmemory_clients: Bytes = 0
     """Client-eviction limit, bytes (a "N%" of maxmemory is resolved to bytes); 0 = off;
     7.0+. While the normal clients' memory is at or over it (raised to at least

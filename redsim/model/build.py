@@ -31,6 +31,7 @@ from redsim.model import (
     fork,
     latency,
     memory,
+    protocol,
     rng,
 )
 from redsim.model import state as S
@@ -46,6 +47,7 @@ STEPS = (
     memory.configure,
     clients_cron.configure,
     client_eviction.configure,
+    protocol.configure,
     eviction.configure,
     expire.configure,
     events.configure,  # needs conns, slots, groups

@@ -75,7 +75,7 @@ timer due exactly at a poll runs after that poll's file events.
 
 from __future__ import annotations
 
-from redsim.model import client_memory, clients_cron, events
+from redsim.model import client_close, client_memory, clients_cron, events
 from redsim.model.aof import aof_cron, flush_append_only_file
 from redsim.model.call import call, pick_key, pick_write_key, value_size
 from redsim.model.client_eviction import evict_clients
@@ -91,7 +91,13 @@ from redsim.model.gauges import snapshot_gauges
 from redsim.model.jit import entry, leaf, step
 from redsim.model.main_thread import busy
 from redsim.model.memory import used_memory
-from redsim.model.protocol import big_args, reply_bytes, request_bytes
+from redsim.model.protocol import (
+    big_args,
+    bulk_too_long,
+    query_buffer_over,
+    reply_bytes,
+    request_bytes,
+)
 from redsim.model.ring import wrap
 from redsim.model.rng import exponential, uniform
 from redsim.model.state import (
@@ -363,6 +369,10 @@ def read_query_from_client(w, c):
     buffered = w.cn_partial[c]  # bytes of an unfinished command in the query buffer
     remaining, big_len = big_argument(w, c)
     budget = client_memory.query_buffer_read(w, c, buffered, remaining, big_len)
+    if query_buffer_over(w, buffered, budget):  # client-query-buffer-limit
+        busy(w, W_CPU_READ, F[C_READ] + F[C_READ_B] * budget)
+        client_close.free_client(w, c)
+        return
     nread = 0
     executed = 0
     cpu = 0.0
@@ -371,6 +381,10 @@ def read_query_from_client(w, c):
     while w.cn_cmds_left[c] > 0 and budget > 0:
         if w.cn_next_cmd[c] < 0:
             generate_command(w, c)
+        if w.cn_partial[c] == 0 and bulk_too_long(w, c):  # proto-max-bulk-len
+            client_close.free_client(w, c)
+            gone = True
+            break
         need = w.cn_next_bytes[c] - w.cn_partial[c]
         if need > budget:  # the command continues in the next read
             w.cn_partial[c] += budget

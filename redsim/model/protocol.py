@@ -9,6 +9,19 @@ write (the same in 6.2, 7.0 and 7.2 for RESP2 clients); ``PROTO_IOBUF_LEN`` and
 Redis charges per byte when it reads a query and writes a reply, so the
 simulator needs these sizes; they follow the RESP2 encoding
 (``*<argc>\\r\\n`` then ``$<len>\\r\\n<arg>\\r\\n`` per argument).
+
+The two limits a query meets (reference §1.3; ``query_buffer_over``,
+``bulk_too_long``): a bulk
+argument longer than ``proto-max-bulk-len`` is a protocol error
+(``processMultibulkBuffer``: "invalid bulk length"; the client is closed after
+the error reply), and a query buffer longer than ``client-query-buffer-limit``
+after a read closes the client (``readQueryFromClient``, ``freeClientAsync``).
+Deviations: the model closes the client at once in both cases: the error
+reply is not sent (the request fails either way: its connection closes under
+it), and the async close happens within the read pass rather than at the
+next ``beforeSleep`` (at most one iteration earlier). The buffer check takes
+the read's size asked for, not the bytes the socket had: at most one 16 KB
+read early.
 """
 
 from __future__ import annotations
@@ -31,7 +44,39 @@ from redsim.model.commands import (  # noqa: F401 - protocol.PROTO_*: the wire's
     SHAPE_SCAN,
     SHAPE_SIMPLE,
 )
-from redsim.model.jit import step
+from redsim.model.jit import leaf, step
+from redsim.model.state import PROTO_MAX_BULK, QBUF_LIMIT
+
+# The kernel state this module owns; model/state.py lays it out (model/layout.py
+# says what each entry holds: where, name, dtype, unit, kind, doc).
+FIELDS = (
+    ("I", "PROTO_MAX_BULK", "i8", "B", "config",
+     "server.proto_max_bulk_len: a longer bulk argument is a protocol error"),
+    ("I", "QBUF_LIMIT", "i8", "B", "config",
+     "server.client_max_querybuf_len (client-query-buffer-limit): a longer query buffer "
+     "after a read closes the client"),
+)
+
+
+@leaf
+def query_buffer_over(w, buffered, budget):
+    """``readQueryFromClient``: the query buffer, after a read of ``budget`` bytes
+    onto ``buffered``, is longer than ``client-query-buffer-limit``."""
+    return buffered + budget > w.I[QBUF_LIMIT]
+
+
+@leaf
+def bulk_too_long(w, c):
+    """``processMultibulkBuffer``: the command connection c starts carries a bulk
+    argument longer than ``proto-max-bulk-len``."""
+    return w.cn_big_n[c] > 0 and w.cn_big_len[c] - 2 > w.I[PROTO_MAX_BULK]
+
+
+def configure(b) -> None:
+    """``proto-max-bulk-len`` and ``client-query-buffer-limit``, bytes."""
+    server = b.scenario.server
+    b.I[PROTO_MAX_BULK] = int(server.proto_max_bulk_len)
+    b.I[QBUF_LIMIT] = int(server.client_query_buffer_limit)
 
 
 @step

@@ -43,10 +43,10 @@ from redsim.model import layout as _layout
 # read in this order, which is the layout's; nothing is counted by hand.
 OWNERS = (
     "model.main_thread", "model.event_loop", "model.clients", "model.client_memory",
-    "model.clients_cron", "model.client_close", "model.client_eviction", "model.call",
-    "model.db", "model.memory", "model.eviction", "model.lfu", "model.expire", "model.aof",
-    "model.disk", "model.fork", "model.cow", "model.latency", "model.events", "model.heap",
-    "model.wheel", "model.rng", "observe.bins",
+    "model.clients_cron", "model.client_close", "model.client_eviction", "model.protocol",
+    "model.call", "model.db", "model.memory", "model.eviction", "model.lfu", "model.expire",
+    "model.aof", "model.disk", "model.fork", "model.cow", "model.latency", "model.events",
+    "model.heap", "model.wheel", "model.rng", "observe.bins",
 )
 
 PARTS = (
