@@ -48,6 +48,7 @@ from redsim.config.units import (
 from redsim.fileio import IRREGULAR, TOO_LARGE, UNREADABLE, RefusedFile, open_regular
 from redsim.model.commands import COMMANDS, EFFECT_WRITE
 from redsim.model.presets import DISK_PRESETS, FORK_PRESETS
+from redsim.model.sizing import request_slots, write_once_rows_bound
 from redsim.model.state import CONFIG_MAX_HZ, CONFIG_MIN_HZ, EMP_MAX_POINTS
 
 # ---------------------------------------------------------------------------------
@@ -1337,7 +1338,7 @@ class Scenario(_Model):
                            "(Σ processes × pool.max-size)", f"{conns:,}", field=("clients",))
         slots = 0
         for i, g in enumerate(self.clients):
-            n = _request_slots(g)
+            n = request_slots(g)
             slots += n
             if slots > MAX_REQUEST_SLOTS:
                 raise BadValue(
@@ -1347,7 +1348,7 @@ class Scenario(_Model):
         for i, g in enumerate(self.clients):
             self._check_clock_moves(i, g)
         rows = max(g.keyspace.keys for g in self.clients) + sum(
-            _write_once_rows(g, self.server.maxmemory, self.duration) for g in self.clients)
+            write_once_rows_bound(g, self.server.maxmemory, self.duration) for g in self.clients)
         if rows > MAX_KEYS:
             i = next(i for i, g in enumerate(self.clients) if g.keyspace.write_once > 0)
             raise BadValue(
@@ -1389,39 +1390,3 @@ class Scenario(_Model):
             raise BadValue("a think time > 0, or requests that take time (network.rtt, "
                            "engine.cpu costs): without either the clock never moves",
                            f"think 0 and {cycle:g} s per request", field=("clients", i, "think"))
-
-
-def _write_once_rows(g: ClientGroup, maxmemory: int, duration: float) -> float:
-    """About how many write-once key rows ``model/preload.py`` gives group `g`: those
-    preloaded (its nominal write-once rate × min(history, ttl), or what fits in
-    maxmemory) plus 1.25 × rate × duration spare rows for the run."""
-    ks = g.keyspace
-    if ks.write_once <= 0:
-        return 0.0
-    if g.kind == "open":
-        rate = max([g.rate or 0.0] + [p.rate for p in g.profile or []])
-    elif g.kind == "closed" and g.think.mean > 0:
-        rate = g.processes * g.threads / g.think.mean
-    else:
-        return 0.0  # no nominal rate: preload.py preloads none
-    total = sum(m.weight for m in g.mix)
-    writes = [m for m in g.mix if COMMANDS[m.command.upper()].effect == EFFECT_WRITE]
-    once = rate * g.pipeline * ks.write_once * sum(m.weight for m in writes) / total
-    ttls = [m.ttl for m in writes if m.ttl]
-    span = min(math.inf if ks.history is None else ks.history,
-               math.ceil(ttls[0]) if ttls else math.inf)
-    preloaded = once * span
-    if maxmemory > 0:
-        preloaded = min(preloaded, 1.05 * maxmemory / (g.value_size.mean + g.key_size) + 16)
-    return (preloaded if math.isfinite(preloaded) else math.inf) + 1.25 * once * duration
-
-
-def _request_slots(g: ClientGroup) -> int:
-    """The request slots ``model/build.py`` gives group `g`: one per source of a
-    closed or trace group; an open group (or a recorded trace) and a closed group
-    with exponential think share a bounded list (build caps the first at 2,000,000)."""
-    if g.kind == "open" or (g.kind == "trace" and g.trace_timing == "recorded"):
-        return min(g.processes * (g.pool.max_size + g.pool.max_waiters), 2_000_000)
-    if g.kind == "closed" and g.think.kind == "exponential" and g.think.mean > 0:
-        return g.processes * min(g.threads, g.pool.max_size + g.pool.max_waiters + 1)
-    return g.processes * g.threads

@@ -277,6 +277,7 @@ def start(w, b) -> None:
     """The AOF the server started from holds the preloaded dataset (its base)."""
     from redsim.model import state as S
     from redsim.model.fork import dataset_rdb_bytes
+    from redsim.model.world import pack
 
     if b.scenario.server.appendonly:
-        w.I[S.AOF_SIZE] = w.I[S.AOF_BASE] = dataset_rdb_bytes(w)
+        w.I[S.AOF_SIZE] = w.I[S.AOF_BASE] = dataset_rdb_bytes(pack(w))

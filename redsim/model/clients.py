@@ -39,6 +39,7 @@ from redsim.model import client_memory, events
 from redsim.model.jit import entry, leaf, step
 from redsim.model.ring import wrap
 from redsim.model.rng import draw, exponential, uniform
+from redsim.model.sizing import memoryless_group, request_slots
 from redsim.model.state import (
     CONNECTED,
     EV_ARRIVE,
@@ -749,12 +750,6 @@ def start_sources(world):
 _KIND = {"closed": KIND_CLOSED, "open": KIND_OPEN, "trace": KIND_TRACE}
 
 
-def memoryless_group(grp) -> bool:
-    """Whether a group's sources run as one uniformized think clock
-    (``think_clock``): a closed loop with exponential think."""
-    return grp.kind == "closed" and grp.think.kind == "exponential" and grp.think.mean > 0
-
-
 def configure(b) -> None:
     """The client groups, their pools, connection slots and request slots, and
     the tables they draw from (mix, open-loop profile, traces, zipf CDFs).
@@ -802,17 +797,10 @@ def configure(b) -> None:
         g_fields["slot_base"].append(len(slot_group))
         recorded = kind == KIND_TRACE and grp.trace_timing == "recorded"
         memoryless = memoryless_group(grp)
-        if kind == KIND_OPEN or recorded:
-            n_slots = min(grp.processes * (grp.pool.max_size + grp.pool.max_waiters), 2_000_000)
-            slot_pool.extend([-1] * n_slots)
-        elif memoryless:
-            # A process never has more requests out than its pool holds plus its
-            # waiters, plus one being rejected, nor more than it has threads.
-            n_slots = grp.processes * min(grp.threads,
-                                          grp.pool.max_size + grp.pool.max_waiters + 1)
+        n_slots = request_slots(grp)
+        if kind == KIND_OPEN or recorded or memoryless:
             slot_pool.extend([-1] * n_slots)
         else:
-            n_slots = grp.processes * grp.threads
             for p in range(grp.processes):
                 slot_pool.extend([g_fields["pool_base"][-1] + p] * grp.threads)
         slot_group.extend([gi] * n_slots)

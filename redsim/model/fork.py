@@ -62,7 +62,7 @@ import math
 
 from redsim.model import aof, disk, latency
 from redsim.model.cow import cow_bytes
-from redsim.model.jit import step
+from redsim.model.jit import entry, step
 from redsim.model.main_thread import busy
 from redsim.model.memory import used_memory
 from redsim.model.state import (
@@ -111,6 +111,7 @@ from redsim.model.state import (
     WI_FORKS,
     T,
 )
+from redsim.model.world import as_world
 from redsim.observe.bins import count
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -347,16 +348,11 @@ def _pages(scenario, n_keys: int) -> tuple[int, int]:
     return shift, (pages + 31) // 32
 
 
-def dataset_rdb_bytes(w) -> int:
-    """What ``rdb_bytes`` counts, for the keys present now (numpy, outside the kernel)."""
-    import numpy as np
-
-    present = w.ks_cost > 0
-    v = w.ks_vlen[present]
-    klen = int(w.I[KEY_LEN])
-    per = RDB_KEY_OVERHEAD + klen + np.where(v >= 0, v, RDB_INT_BYTES)
-    ttl = int(np.count_nonzero(w.ks_xpos[present] >= 0))
-    return int(per.sum()) + ttl * RDB_EXPIRE_BYTES + 18
+@entry
+def dataset_rdb_bytes(world):
+    """``rdb_bytes`` from Python, on a packed world (``world.pack``): the RDB the
+    keys present now would make (the AOF's base at preload, ``aof.start``)."""
+    return rdb_bytes(as_world(world))
 
 
 def configure(b) -> None:

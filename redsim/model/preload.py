@@ -46,10 +46,17 @@ import numpy as np
 
 from redsim.model import state as S
 from redsim.model.call import zipf_cdf
-from redsim.model.commands import COMMANDS, EFFECT_READ, EFFECT_WRITE
 from redsim.model.db import next_power, preload
 from redsim.model.memory import POINTER, STARTUP_BYTES
 from redsim.model.objects import string_keys_bytes
+from redsim.model.sizing import (
+    SPARE_ONCE,
+    nominal_rate,
+    once_fit,
+    once_span,
+    stream_rates,
+    write_ttl,
+)
 from redsim.model.world import pack
 
 PRELOAD_STREAM = 0x5052454C  # "PREL": the preload's own SeedSequence spawn key
@@ -70,41 +77,6 @@ class GroupPreload:
     once_expires: np.ndarray
     once_lrus: np.ndarray
     once_rate: float  # write-once keys created per s (nominal)
-
-
-def nominal_rate(grp) -> float | None:
-    """Commands per second the group sends while Redis keeps up, or None if
-    that depends on Redis's speed (closed without think time, traces)."""
-    # Every request carries `pipeline` commands, whatever sends it.
-    if grp.kind == "open":
-        return float(grp.profile[0].rate if grp.profile else grp.rate) * grp.pipeline
-    if grp.kind == "closed" and grp.think.mean > 0:
-        return grp.processes * grp.threads / float(grp.think.mean) * grp.pipeline
-    return None
-
-
-def _write_ttl(grp) -> float:
-    """The TTL the group's writes set, s (inf if none)."""
-    ttls = [e.ttl for e in grp.mix if e.ttl and COMMANDS[e.command.upper()].effect
-            == EFFECT_WRITE]
-    return float(math.ceil(ttls[0])) if ttls else math.inf
-
-
-def _rates(grp, rate: float) -> tuple[float, float, float]:
-    """Writes landing on the key distribution, reads (key lookups) from it, and
-    write-once keys created, per second, for the whole group."""
-    total = sum(e.weight for e in grp.mix)
-    f = grp.keyspace.write_once
-    writes = reads = once = 0.0
-    for e in grp.mix:
-        share = rate * e.weight / total
-        effect = COMMANDS[e.command.upper()].effect
-        if effect == EFFECT_WRITE:
-            writes += share * (e.keys - f)  # the first key is write-once with chance f
-            once += share * f
-        elif effect == EFFECT_READ:
-            reads += share * e.keys
-    return writes, reads, once
 
 
 def _key_probabilities(grp, keys: np.ndarray) -> np.ndarray | float:
@@ -204,9 +176,9 @@ def plan(scenario, seed: int) -> list[GroupPreload | None]:
         keys = np.arange(n, dtype=np.int64) if m == n else np.sort(
             rng.choice(n, m, replace=False)).astype(np.int64) if m else np.zeros(0, np.int64)
         vlens = _vlens(rng, grp, m)
-        ttl = _write_ttl(grp)
+        ttl = write_ttl(grp)
         rate = nominal_rate(grp)
-        writes, reads, once_rate = (0.0, 0.0, 0.0) if rate is None else _rates(grp, rate)
+        writes, reads, once_rate = (0.0, 0.0, 0.0) if rate is None else stream_rates(grp, rate)
         if m == 0:
             expires = np.zeros(0)
             lrus = np.zeros(0)
@@ -246,11 +218,11 @@ def plan(scenario, seed: int) -> list[GroupPreload | None]:
             planned_bytes += int(hot.sum())
         once_vlens = np.zeros(0, np.int64)
         if once_rate > 0 and ks.history != 0:
-            span = min(math.inf if ks.history is None else ks.history, ttl)
+            span = once_span(grp)
             if maxmemory > 0:  # no more than fits under the limit beside the group's keys
                 room = limit - planned_bytes
                 per_key = hot.mean() if m else float(grp.value_size.mean) + grp.key_size
-                n_max = min(once_rate * span, 1.05 * max(room, 0.0) / per_key + 16)
+                n_max = min(once_rate * span, once_fit(room, per_key))
                 once_vlens = _vlens(rng, grp, int(round(n_max)))
                 costs = string_keys_bytes(grp.key_size, once_vlens, has_ttl, q16)
                 once_vlens = once_vlens[:_fit(costs, room, planned + m, has_ttl)]
@@ -283,7 +255,7 @@ def write_once_rows(plans: list[GroupPreload | None], scenario, conns: int,
     if rate <= 0 and not any(g.keyspace.write_once > 0 for g in scenario.clients):
         return 0, 0, 0
     low = conns * max_pipeline + 64
-    spare = max(4 * low, int(1.25 * rate * float(scenario.duration)) + 1024)
+    spare = max(4 * low, int(SPARE_ONCE * rate * float(scenario.duration)) + 1024)
     return preloaded, spare, low
 
 

@@ -152,7 +152,7 @@ def wheel_size(groups, n_slots: list[int]) -> tuple[float, int]:
     """
     import math
 
-    from redsim.model.clients import memoryless_group
+    from redsim.model.sizing import memoryless_group
 
     rate = 0.0
     sources = 0
