@@ -326,6 +326,15 @@ def pool_checkout(w, p):
 
 
 @leaf
+def pop_waiter(w, p):
+    """The oldest request waiting for a connection of pool p, off its list."""
+    r = w.pl_wait_head[p]
+    w.pl_wait_head[p] = w.rq_next[r]
+    w.pl_wait_n[p] -= 1
+    return r
+
+
+@leaf
 def pool_return(w, p, c):
     """Put connection c back as the newest idle connection of pool p."""
     i = wrap(w.pl_idle_head[p] + w.pl_idle_n[p], w.pl_max_size[p])
@@ -533,11 +542,7 @@ def complete(w, c, te):
     w.cn_req[c] = -1
     p = w.cn_pool[c]
     if w.pl_wait_n[p] > 0:
-        # Hand the connection straight to the oldest waiter.
-        r2 = w.pl_wait_head[p]
-        w.pl_wait_head[p] = w.rq_next[r2]
-        w.pl_wait_n[p] -= 1
-        send_on(w, c, r2, te)
+        send_on(w, c, pop_waiter(w, p), te)  # straight to the oldest waiter
     else:
         w.cn_t_idle[c] = te
         pool_return(w, p, c)
@@ -563,12 +568,9 @@ def server_closed(w, c, te):
     w.pl_n_open[p] -= 1
     w.pl_free_slots[w.pl_base[p] + w.pl_free_n[p]] = c
     w.pl_free_n[p] += 1
-    if w.pl_wait_n[p] > 0:
-        r2 = w.pl_wait_head[p]
-        w.pl_wait_head[p] = w.rq_next[r2]
-        w.pl_wait_n[p] -= 1
-        c2 = open_connection(w, p, te)
-        send(w, c2, r2, te, te + 2.0 * w.F[RTT_HALF])
+    if w.pl_wait_n[p] > 0:  # the freed slot goes to the oldest waiter, on a new connection
+        r2 = pop_waiter(w, p)
+        send(w, open_connection(w, p, te), r2, te, te + 2.0 * w.F[RTT_HALF])
     finish_source(w, r, te, w.gp_retry_backoff[w.rq_group[r]])
 
 

@@ -15,7 +15,8 @@ The two limits a query meets (reference §1.3; ``query_buffer_over``,
 argument longer than ``proto-max-bulk-len`` is a protocol error
 (``processMultibulkBuffer``: "invalid bulk length"; the client is closed after
 the error reply), and a query buffer longer than ``client-query-buffer-limit``
-after a read closes the client (``readQueryFromClient``, ``freeClientAsync``).
+after a read closes the client (``src/networking.c:readQueryFromClient``,
+``freeClientAsync``).
 Deviations: the model closes the client at once in both cases: the error
 reply is not sent (the request fails either way: its connection closes under
 it), and the async close happens within the read pass rather than at the
