@@ -1,0 +1,188 @@
+"""jemalloc's small-object arena (redsim/model/arena.py), by hand.
+
+Slab geometry against the reference's table (§3.3, from jemalloc's
+sc.c:slab_size); then sequences of allocations and frees on one size class
+whose slab occupancies, pages and slab choices are worked out in the comments,
+following jemalloc 5.3's bin code: allocate from slabcur, lowest free region
+first; a full slabcur is replaced by the lowest non-full slab; a slab that
+becomes non-full replaces a higher slabcur; an empty slab's pages turn dirty.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from redsim.model import arena as A
+
+
+def test_size_classes_and_slab_geometry_follow_the_reference_table():
+    q8 = A.small_classes(False)
+    assert q8[:12] == [8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128]
+    assert q8[12:20] == [160, 192, 224, 256, 320, 384, 448, 512]
+    assert q8[-3:] == [10240, 12288, 14336] and len(q8) == 39
+    assert A.small_classes(True)[:9] == [8, 16, 32, 48, 64, 80, 96, 112, 128]
+    # pages / regions per slab, reference §3.3
+    table = {8: (1, 512), 24: (3, 512), 40: (5, 512), 1280: (5, 16), 1536: (3, 8),
+             4096: (1, 1), 5120: (5, 4), 14336: (7, 2), 448: (7, 64)}
+    a = A.new_arena(False, 4)
+    for size, (pages, regs) in table.items():
+        b = A.bin_of(a, size)
+        assert (a.reg_size[b], a.slab_pages[b], a.nregs[b]) == (size, pages, regs)
+    assert A.bin_of(a, 1030) == A.bin_of(a, 1280)  # a 1 KB value's sds: the 1280 class
+
+
+def _slab(h):
+    return h // A.MAX_REGS
+
+
+def _region(h):
+    return h % A.MAX_REGS
+
+
+def test_every_other_free_empties_no_slab_and_returns_no_page():
+    # The 1280-B class: 16 regions in 5 pages. 40 allocations fill slabs 0 and 1
+    # and half of slab 2: 15 pages active, 40 x 1280 B allocated.
+    a = A.new_arena(False, 16)
+    b = A.bin_of(a, 1280)
+    hs = [A.arena_malloc(a, b) for _ in range(40)]
+    assert [(_slab(h), _region(h)) for h in hs[:3]] == [(0, 0), (0, 1), (0, 2)]
+    assert [_slab(h) for h in hs] == [0] * 16 + [1] * 16 + [2] * 8
+    st = A.stats(a)
+    assert (st["allocated"], st["active"], st["resident"]) == (40 * 1280, 15 * 4096, 15 * 4096)
+    # Free every other one (the odd keys): each slab keeps half its regions.
+    for h in hs[1::2]:
+        A.arena_free(a, h)
+    st = A.stats(a)
+    assert st["allocated"] == 20 * 1280  # halved
+    assert (st["active"], st["resident"], st["slabs"]) == (15 * 4096, 15 * 4096, 3)
+    assert A.purge(a) == 0  # nothing to give back
+
+
+def test_freeing_whole_slabs_returns_their_pages_and_they_are_reused():
+    a = A.new_arena(False, 16)
+    b = A.bin_of(a, 1280)
+    hs = [A.arena_malloc(a, b) for _ in range(40)]
+    # Free slab 1's 16 regions (allocations 16..31, in insertion order): it
+    # empties, its 5 pages turn dirty; active 10 pages, resident still 15.
+    for h in hs[16:32]:
+        A.arena_free(a, h)
+    st = A.stats(a)
+    assert (st["active"], st["resident"], st["slabs"]) == (10 * 4096, 15 * 4096, 2)
+    # slabcur is slab 2 (8 free regions): the next 8 go there, regions 8..15;
+    # then slab 2 is full, no slab is non-full, and a fresh slab takes the
+    # lowest free id, 1, and the 5 dirty pages: resident stays 15 pages.
+    more = [A.arena_malloc(a, b) for _ in range(9)]
+    assert [(_slab(h), _region(h)) for h in more[:8]] == [(2, r) for r in range(8, 16)]
+    assert (_slab(more[8]), _region(more[8])) == (1, 0)
+    st = A.stats(a)
+    assert (st["active"], st["resident"]) == (15 * 4096, 15 * 4096)
+    # Emptied again and purged: the 5 pages leave.
+    A.arena_free(a, more[8])
+    assert A.purge(a) == 5
+    assert A.stats(a)["resident"] == 10 * 4096
+
+
+def test_the_lowest_non_full_slab_takes_the_next_allocation():
+    a = A.new_arena(False, 16)
+    b = A.bin_of(a, 1280)
+    hs = [A.arena_malloc(a, b) for _ in range(48)]  # slabs 0, 1, 2 full; slabcur 2
+    # Free region 5 of slab 1, then region 3 of slab 0. Slab 1 was full and is
+    # lower than slabcur 2 (full): it becomes slabcur. Then slab 0, lower still,
+    # becomes slabcur and slab 1 (non-full) goes to the heap.
+    A.arena_free(a, hs[16 + 5])
+    assert a.cur[b] == 1
+    A.arena_free(a, hs[3])
+    assert a.cur[b] == 0 and a.root[b] == 1
+    # Allocations: slab 0's region 3, then (slab 0 full) the heap's lowest, slab
+    # 1's region 5, then (all full) a fresh slab 3.
+    got = [(_slab(h), _region(h)) for h in (A.arena_malloc(a, b) for _ in range(3))]
+    assert got == [(0, 3), (1, 5), (3, 0)]
+
+
+@pytest.mark.parametrize("order", ["ascending", "descending", "interleaved"])
+def test_the_heap_gives_slabs_back_lowest_first_whatever_order_they_came_in(order):
+    # 10 full slabs of the 4096-B class (one region each would empty at once, so
+    # use 2048 B: 2 regions per 1-page slab). Free one region of each slab in
+    # the given order, then allocate: slabs come back 0, 1, 2, ... (the lowest
+    # non-full first), which a heap built in any order must give.
+    a = A.new_arena(False, 32)
+    b = A.bin_of(a, 2048)
+    hs = [A.arena_malloc(a, b) for _ in range(20)]  # slabs 0..9, full; slabcur 9
+    slabs = list(range(10))
+    if order == "descending":
+        slabs.reverse()
+    elif order == "interleaved":
+        slabs = slabs[::2] + slabs[1::2]
+    for s in slabs:
+        A.arena_free(a, hs[2 * s + 1])
+    got = [_slab(A.arena_malloc(a, b)) for _ in range(10)]
+    assert got == list(range(10))
+    # All full again. Free region 1 of each slab (in the same order), then slab
+    # 4's region 0: slab 4 empties and leaves the heap from its middle. The next
+    # allocations take slabs 0, 1, 2, 3, 5, ..., 9 (one region each), and with
+    # none non-full left, a fresh slab on the lowest free id: 4.
+    for s in slabs:
+        A.arena_free(a, hs[2 * s + 1])
+    A.arena_free(a, hs[8])
+    got = [_slab(A.arena_malloc(a, b)) for _ in range(10)]
+    assert got == [0, 1, 2, 3, 5, 6, 7, 8, 9, 4]
+
+
+class _Plain:
+    """The same bin rules written the slow, obvious way (scan for the lowest
+    non-full slab, a set of used regions per slab), to check the heap against."""
+
+    def __init__(self, nregs: int) -> None:
+        self.nregs = nregs
+        self.used: dict[int, set[int]] = {}  # slab -> regions in use
+        self.cur = -1
+        self.dirty = 0
+
+    def malloc(self) -> tuple[int, int]:
+        if self.cur < 0 or len(self.used[self.cur]) == self.nregs:
+            nonfull = [s for s, u in self.used.items()
+                       if s != self.cur and len(u) < self.nregs]
+            if nonfull:
+                self.cur = min(nonfull)
+            else:
+                self.cur = min(set(range(len(self.used) + 1)) - set(self.used))
+                self.used[self.cur] = set()
+                self.dirty = max(self.dirty - 1, 0)
+        r = min(set(range(self.nregs)) - self.used[self.cur])
+        self.used[self.cur].add(r)
+        return self.cur, r
+
+    def free(self, s: int, r: int) -> None:
+        self.used[s].remove(r)
+        if not self.used[s]:
+            del self.used[s]
+            self.dirty += 1
+            if self.cur == s:
+                self.cur = -1
+        elif len(self.used[s]) == self.nregs - 1 and s != self.cur and s < self.cur:
+            self.cur = s  # a full slab freed below slabcur becomes slabcur
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_mallocs_and_frees_match_the_plain_rules(seed):
+    # 2,000 random operations on the 512-B class (8 regions in one page),
+    # frees of random live regions: the same regions, slab for slab, and the
+    # same dirty page count as the obvious implementation.
+    import random
+
+    rng = random.Random(seed)
+    a = A.new_arena(False, 4096)
+    b = A.bin_of(a, 512)
+    plain = _Plain(8)
+    live: list[int] = []
+    for _ in range(2000):
+        if live and rng.random() < 0.45:
+            h = live.pop(rng.randrange(len(live)))
+            A.arena_free(a, h)
+            plain.free(_slab(h), _region(h))
+        else:
+            h = A.arena_malloc(a, b)
+            assert (_slab(h), _region(h)) == plain.malloc()
+            live.append(h)
+        assert int(a.n[A.PAGES_DIRTY]) == plain.dirty
+    assert A.stats(a)["allocated"] == 512 * len(live)
