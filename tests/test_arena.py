@@ -186,3 +186,44 @@ def test_random_mallocs_and_frees_match_the_plain_rules(seed):
             live.append(h)
         assert int(a.n[A.PAGES_DIRTY]) == plain.dirty
     assert A.stats(a)["allocated"] == 512 * len(live)
+
+
+def _dirty(a, b, slabs: int) -> list[int]:
+    """Fill ``slabs`` slabs of bin b and free them all: their pages turn dirty."""
+    hs = [A.arena_malloc(a, b) for _ in range(slabs * int(a.nregs[b]))]
+    for h in hs:
+        A.arena_free(a, h)
+    return hs
+
+
+def test_dirty_pages_decay_along_jemallocs_smootherstep():
+    # 100 one-page slabs (the 4096-B class) emptied before epoch 1: 100 dirty
+    # pages. Pages dirtied in one epoch are allowed S(1 - k/200) of themselves
+    # k epochs later, S(x) = 6x^5 - 15x^4 + 10x^3 (jemalloc's default step).
+    a = A.new_arena(False, 128)
+    _dirty(a, A.bin_of(a, 4096), 100)
+    assert int(a.n[A.PAGES_DIRTY]) == 100
+    assert A.arena_decay(a, 1) == 0  # just dirtied: S(1) = 1, all kept
+    # 100 epochs on (half the decay time): S(0.5) = 0.5 -> 50 kept, 50 purged.
+    assert A.arena_decay(a, 101) == 50
+    # 150 epochs on: S(0.25) = 6/1024 - 15/256 + 10/64 = 0.1035 -> 10 kept.
+    assert A.arena_decay(a, 151) == 40
+    # Past the whole decay time: nothing kept.
+    assert A.arena_decay(a, 401) == 10
+    assert int(a.n[A.PAGES_DIRTY]) == 0 and int(a.n[A.PAGES_PURGED]) == 100
+    assert A.stats(a)["resident"] == 0
+
+
+def test_a_fresh_slab_takes_dirty_pages_before_they_decay():
+    # 20 dirty pages; 5 one-page slabs made again take 5 of them: 15 dirty.
+    # The backlog still holds the 20 dirtied in the first epoch, so the limit
+    # 100 epochs on is 20 x S(0.5) = 10 of the 15: 5 purged.
+    a = A.new_arena(False, 64)
+    b = A.bin_of(a, 4096)
+    _dirty(a, b, 20)
+    assert A.arena_decay(a, 1) == 0
+    for _ in range(5):
+        A.arena_malloc(a, b)
+    assert int(a.n[A.PAGES_DIRTY]) == 15
+    assert A.arena_decay(a, 101) == 5
+    assert A.decay_epoch(5.0, 10_000) == 100  # 10 s over 200 epochs: 50 ms each

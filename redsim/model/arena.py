@@ -27,7 +27,16 @@ are in use (a bitmap, lowest free region first, as jemalloc's ``bitmap_sfu``).
   extents before mapping new ones), then new ones. ``active`` pages are those
   of slabs in use, ``dirty`` those of emptied slabs not yet purged;
   ``resident`` = active + dirty. ``purge`` returns every dirty page
-  (``MEMORY PURGE``).
+  (``MEMORY PURGE``); ``arena_decay`` returns them gradually, as jemalloc's
+  decay does (``dirty_decay_ms``, 10 s by default; Redis runs jemalloc's
+  background thread, ``jemalloc-bg-thread yes``): the pages dirtied in one
+  epoch (a 200th of the decay time) may stay ``S(1 - k/200)`` of themselves
+  ``k`` epochs later, ``S`` the smootherstep, and the excess is purged when
+  an epoch passes (``src/decay.c``, ``src/arena.c:arena_decay_try_purge``).
+  Purged pages leave RSS at once: 7.x's jemalloc 5.3 has ``muzzy_decay_ms``
+  0, so nothing lingers as lazily freed (``MADV_FREE``) pages. Deviation:
+  6.2's jemalloc 5.1 decays muzzy pages over 10 s too, which keep counting
+  in RSS until the kernel reclaims them; not modelled.
 
 This is the first part of issue #18: the arena is not wired into the
 keyspace yet. Deviations (stated for when it is): no thread cache (Redis's
@@ -53,6 +62,21 @@ MAX_REGS = 512
 """Most regions in one slab (the 8-byte class: one page of 8-byte regions)."""
 SLAB_WORDS = MAX_REGS // 64
 
+SMOOTHSTEP_NSTEPS = 200
+SMOOTHSTEP_BFP = 24
+
+
+def _smootherstep_steps() -> np.ndarray:
+    """``h_steps``: the share of a decay interval's dirty pages still allowed
+    ``NSTEPS - 1 - i`` epochs later, in 24-bit fixed point (jemalloc's default
+    ``smoother`` step, 6x^5 - 15x^4 + 10x^3 at x = (i + 1) / NSTEPS)."""
+    x = np.arange(1, SMOOTHSTEP_NSTEPS + 1) / SMOOTHSTEP_NSTEPS
+    s = x * x * x * (x * (x * 6.0 - 15.0) + 10.0)
+    return np.round(s * (1 << SMOOTHSTEP_BFP)).astype(np.int64)
+
+
+H_STEPS = _smootherstep_steps()
+
 Arena = namedtuple("Arena", [
     # per bin (small size class)
     "reg_size", "nregs", "slab_pages",  # geometry
@@ -64,10 +88,14 @@ Arena = namedtuple("Arena", [
     "child", "next", "prev",  # pairing-heap links (prev: parent or left sibling)
     "map",  # SLAB_WORDS words per slab: bit r set = region r in use
     "free_ids",  # min-heap of free slab ids (the lowest is reused first)
-    # scalars: slabs made so far (ids 0..n-1), free ids, pages, allocated bytes
+    # dirty-page decay: pages dirtied per epoch (oldest first), and h_steps
+    "backlog", "h_steps",
+    # scalars: slabs made so far (ids 0..n-1), free ids, pages, allocated bytes,
+    # the decay's last epoch, its nunpurged, pages purged so far
     "n",
 ])
-N_SLABS, N_FREE_IDS, PAGES_ACTIVE, PAGES_DIRTY, ALLOCATED = range(5)
+(N_SLABS, N_FREE_IDS, PAGES_ACTIVE, PAGES_DIRTY, ALLOCATED, DECAY_EPOCH, DECAY_UNPURGED,
+ PAGES_PURGED, N_SCALARS) = range(9)
 
 
 def small_classes(quantum16: bool) -> list[int]:
@@ -106,7 +134,9 @@ def new_arena(quantum16: bool, max_slabs: int) -> Arena:
         bin=np.full(max_slabs, -1, np.int64), nfree=np.zeros(max_slabs, np.int64),
         child=np.full(max_slabs, -1, np.int64), next=np.full(max_slabs, -1, np.int64),
         prev=np.full(max_slabs, -1, np.int64), map=np.zeros(max_slabs * SLAB_WORDS, np.int64),
-        free_ids=np.zeros(max_slabs, np.int64), n=np.zeros(5, np.int64))
+        free_ids=np.zeros(max_slabs, np.int64),
+        backlog=np.zeros(SMOOTHSTEP_NSTEPS, np.int64), h_steps=H_STEPS.copy(),
+        n=np.zeros(N_SCALARS, np.int64))
 
 
 def bin_of(a: Arena, size: int) -> int:
@@ -332,3 +362,47 @@ def stats(a: Arena) -> dict[str, int]:
         "slabs": int(used.sum()),
         "slabs_full": int((nfree == 0).sum()),
     }
+
+
+# ---- dirty-page decay (jemalloc's decay.c) ---------------------------------------------
+
+
+def decay_epoch(t_s: float, dirty_decay_ms: int) -> int:
+    """The decay epoch of time ``t_s``: jemalloc splits ``dirty_decay_ms`` into
+    ``SMOOTHSTEP_NSTEPS`` epochs."""
+    return int(t_s * 1000.0 * SMOOTHSTEP_NSTEPS // dirty_decay_ms)
+
+
+@step
+def arena_decay(a, epoch):
+    """jemalloc's decay at epoch ``epoch`` (time / (dirty_decay_ms / NSTEPS)):
+    advance the backlog of pages dirtied per epoch, and purge the dirty pages
+    above what the smoothstep still allows (``decay_maybe_advance_epoch``,
+    ``decay_backlog_npages_limit``, ``arena_decay_try_purge``). Returns the
+    pages purged."""
+    n = a.n
+    advance = epoch - n[DECAY_EPOCH]
+    if advance <= 0:
+        return 0
+    n[DECAY_EPOCH] = epoch
+    current = n[PAGES_DIRTY]
+    last = SMOOTHSTEP_NSTEPS - 1
+    if advance >= SMOOTHSTEP_NSTEPS:
+        for i in range(last):
+            a.backlog[i] = 0
+    else:
+        for i in range(SMOOTHSTEP_NSTEPS - advance):
+            a.backlog[i] = a.backlog[i + advance]
+        for i in range(SMOOTHSTEP_NSTEPS - advance, last):
+            a.backlog[i] = 0
+    a.backlog[last] = current - n[DECAY_UNPURGED] if current > n[DECAY_UNPURGED] else 0
+    total = 0
+    for i in range(SMOOTHSTEP_NSTEPS):
+        total += a.backlog[i] * a.h_steps[i]
+    limit = total >> SMOOTHSTEP_BFP
+    n[DECAY_UNPURGED] = max(limit, current)
+    if current > limit:
+        n[PAGES_DIRTY] = limit
+        n[PAGES_PURGED] += current - limit
+        return current - limit
+    return 0
