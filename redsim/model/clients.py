@@ -343,6 +343,14 @@ def pool_return(w, p, c):
 
 
 @leaf
+def release_slot(w, p, c):
+    """Connection slot c of pool p is closed on the client's side: free for a new one."""
+    w.pl_n_open[p] -= 1
+    w.pl_free_slots[w.pl_base[p] + w.pl_free_n[p]] = c
+    w.pl_free_n[p] += 1
+
+
+@leaf
 def dial(w, c, te):
     """Connection slot c connects at te; Redis pays accept/createClient when it
     first reads it."""
@@ -378,9 +386,7 @@ def close_connection(w, c, te):
         I[CONNECTED] -= 1
         I[PENDING_CLOSE] += 1  # the EOF is read (and freeClient runs) on the main thread
         count(w, WI_CLOSED, te, 1)
-    w.pl_n_open[p] -= 1
-    w.pl_free_slots[w.pl_base[p] + w.pl_free_n[p]] = c
-    w.pl_free_n[p] += 1
+    release_slot(w, p, c)
 
 
 @step
@@ -565,9 +571,7 @@ def server_closed(w, c, te):
     w.cn_req[c] = -1
     w.cn_srv_closed[c] = 0
     p = w.cn_pool[c]
-    w.pl_n_open[p] -= 1
-    w.pl_free_slots[w.pl_base[p] + w.pl_free_n[p]] = c
-    w.pl_free_n[p] += 1
+    release_slot(w, p, c)
     if w.pl_wait_n[p] > 0:  # the freed slot goes to the oldest waiter, on a new connection
         r2 = pop_waiter(w, p)
         send(w, open_connection(w, p, te), r2, te, te + 2.0 * w.F[RTT_HALF])
@@ -871,9 +875,7 @@ def configure(b) -> None:
         g_fields["write_once"].append(grp.keyspace.write_once)
 
     C, R, P = len(conn_pool), len(slot_group), len(pool_group)
-    float_fields = {"think_mean", "think_low", "think_high", "think_sigma", "vs_mean",
-                    "vs_low", "vs_high", "vs_sigma", "idle_timeout", "reap_interval",
-                    "retry_backoff", "start", "trace_t0", "write_once"}
+    float_fields = {f.name for f in S.LAYOUT.parts["gp"] if f.is_float}
     gp = {f: (f64(v) if f in float_fields else i64(v)) for f, v in g_fields.items()}
     b.fill("gp", **gp)
     b.fill("cn",

@@ -711,7 +711,7 @@ def configure(b) -> None:
     """The run's horizon and warm-up, the network's round trip, the event
     loop's CPU costs (per iteration, sleeping poll, read and write, accept and
     close, serverCron and clientsCron), ``hz`` and ``dynamic-hz``, the
-    version's read/write path, ``maxclients``, and epoll's ready list and
+    version's read/write path, and epoll's ready list and
     ``clients_pending_write``."""
     import numpy as np
 

@@ -169,5 +169,5 @@ def assemble(fields: Iterable[Field], parts: dict[str, bool]) -> Layout:
     order = [f for w in SCALARS for f in fields if f.where == w]
     order += [f for pre in parts for f in by_part[pre]]
     order += sorted((f for f in fields if f.where in SERIES),
-                    key=lambda f: (f.where, index[f.name]), reverse=False)
+                    key=lambda f: (f.where, index[f.name]))
     return Layout(tuple(order), index, sizes, by_part)

@@ -77,10 +77,6 @@ N_I = LAYOUT.sizes["I"]
 N_WF = LAYOUT.sizes["wf"]
 N_WI = LAYOUT.sizes["wi"]
 N_CPU = LAYOUT.sizes["cpu"]  # the first N_CPU rows of rc_wf are main-thread activities
-FIELD = {(f.where if f.where not in ("F", "I", "wf", "wi") else "", f.name): f
-         for f in LAYOUT.fields}
-"""Declarations by ``("", NAME)`` for scalars and series, ``(prefix, name)`` for
-part fields."""
 
 # serverCron's frequency bounds (src/server.h): `hz` is clamped to them when it
 # is applied (config/schema.py), and dynamic-hz doubles it up to the maximum.
