@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from redsim.model import admin, arena
 from redsim.model import state as S
 from redsim.model.build import build_world
 from redsim.model.clients import start_sources
@@ -33,6 +34,7 @@ class Kernel:
     """
 
     def __init__(self, scenario: Any, seed: int) -> None:
+        self.scenario = scenario
         self.world, self.streams, self.info = build_world(scenario, seed)
         self._ref = pack(self.world)  # the kernel's view; self.world owns the arrays
 
@@ -55,6 +57,9 @@ class Kernel:
         if self.world.I[S.RNG_OVERRUN]:
             raise RuntimeError("random-number buffer overrun (a redsim bug): "
                                "an iteration drew more numbers than the buffer holds")
+        if self.world.I[S.AL_OVERRUN]:
+            raise RuntimeError("allocator slab overrun (a redsim bug): an iteration "
+                               "needed more new slabs than the spare held")
         return self.now
 
     def _refill(self) -> None:
@@ -65,11 +70,27 @@ class Kernel:
                         (len(w.ks_cost) - int(w.I[S.KS_ONCE_LO])) // 4)
             self.world = grow_write_once(w, extra)
             self._ref = pack(self.world)
+        w = self.world
+        if w.I[S.AL_LOW]:
+            self.world = arena.grow(w, max(4 * int(w.I[S.AL_SPARE_LOW]), len(w.sb_bin) // 4))
+            self._ref = pack(self.world)
 
     def request_fork(self, command: str) -> None:
         """``BGSAVE`` / ``BGREWRITEAOF`` arrives; the main thread runs it with
         the next file events (``fork.fork_command``)."""
         self.world.I[S.FORK_REQ] = FORK_CHILDREN[command]
+
+    def request_admin(self, event: Any) -> None:
+        """A scenario event's DEBUG POPULATE, DEL of a pattern, FLUSHALL or MEMORY
+        PURGE arrives; the main thread runs it with the next file events
+        (``admin.admin_command``)."""
+        admin.request(self.world, event, self.scenario)
+
+    def allocator(self) -> dict[str, Any]:
+        """The arena now: per small class, regions and slabs in use, full and partly
+        used (``arena.slab_table``), and each slab's share of regions in use."""
+        return {"table": arena.slab_table(self.world),
+                "utilisation": arena.slab_utilisation(self.world)}
 
     def finish(self, horizon: float) -> int:
         """Close the books at ``horizon``: requests still in flight count up to

@@ -671,3 +671,71 @@ def plot_fork_spike(runs: dict[str, pd.DataFrame], path: str | os.PathLike[str],
     if title:
         fig.suptitle(title)
     _save(fig, path)
+
+
+def fragmentation_figure(ts: pd.DataFrame, utilisation: pd.DataFrame,
+                         events: Sequence[tuple[float, str]] = (), title: str = "") -> Figure:
+    """Memory against RSS over a run, and how full the allocator's slabs are (seed S3).
+
+    Panels (``ax.get_label()``): (a) ``memory``: ``used_memory``,
+    ``allocator_active`` and ``used_memory_rss`` in MB over time, with the
+    scenario's events marked; (b) ``slabs``: slabs in use by the share of their
+    regions in use (tenths), one bar group per snapshot in ``utilisation``
+    (``Result.slab_utilisation``: before each event and at the end).
+
+    Args:
+        ts: time series, index = window end time in seconds.
+        utilisation: ``Result.slab_utilisation``.
+        events: (time s, label) of the scenario's events, drawn as vertical lines.
+        title: figure title.
+    """
+    fig = Figure(figsize=(_FIG_WIDTH_IN, 2 * _PANEL_HEIGHT_IN + 1.2), layout="constrained")
+    ax_mem, ax_slab = fig.subplots(2, 1)
+    ax_mem.set_label("memory")
+    ax_slab.set_label("slabs")
+    x = _time_axis(ts)
+    for col, colour, label in (("used_memory", "tab:blue", "used_memory"),
+                               ("allocator_active", "tab:orange", "allocator_active"),
+                               ("used_memory_rss", "tab:red", "used_memory_rss")):
+        if col in ts.columns:
+            ax_mem.step(x, _col(ts, col) / 1e6, where="pre", color=colour, label=label)
+    for t, label in events:
+        ax_mem.axvline(t, color="grey", linewidth=0.8, linestyle=":")
+        ax_mem.annotate(label, (t, 1.0), xycoords=("data", "axes fraction"), rotation=90,
+                        fontsize="x-small", va="top", ha="right")
+    ax_mem.set_ylabel("MB")
+    ax_mem.set_xlabel("time (s)")
+    ax_mem.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
+    snaps = list(dict.fromkeys(zip(utilisation.get("time", []), utilisation.get("at", []),
+                                   strict=True)))
+    width = 0.8 / max(len(snaps), 1)
+    for i, (t, at) in enumerate(snaps):
+        rows = utilisation[(utilisation["time"] == t) & (utilisation["at"] == at)]
+        pos = np.arange(len(rows)) + (i - (len(snaps) - 1) / 2) * width
+        ax_slab.bar(pos, rows["slabs"], width=width, label=f"{at} ({t:g} s)")
+    if snaps:
+        first = utilisation[utilisation["time"] == snaps[0][0]]
+        ax_slab.set_xticks(np.arange(len(first)))
+        ax_slab.set_xticklabels([f"{lo:.0%}-{hi:.0%}" for lo, hi in
+                                 zip(first["lo"], first["hi"], strict=True)],
+                                fontsize="x-small")
+        ax_slab.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
+    else:
+        ax_slab.text(0.5, 0.5, "no allocator snapshots", transform=ax_slab.transAxes,
+                     ha="center")
+    ax_slab.set_yscale("symlog", linthresh=10)
+    ax_slab.set_ylabel("slabs in use")
+    ax_slab.set_xlabel("share of the slab's regions in use")
+    for ax, letter in ((ax_mem, "a"), (ax_slab, "b")):
+        ax.grid(True, alpha=0.3)
+        ax.set_title(f"({letter})", loc="left", fontsize="small")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def plot_fragmentation(ts: pd.DataFrame, utilisation: pd.DataFrame,
+                       path: str | os.PathLike[str],
+                       events: Sequence[tuple[float, str]] = (), title: str = "") -> None:
+    """Write ``fragmentation_figure`` as a PNG at ``path``."""
+    _save(fragmentation_figure(ts, utilisation, events, title), path)

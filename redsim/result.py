@@ -119,6 +119,16 @@ class Result:
     (all calls), ``tofree_lo``/``tofree_hi`` bytes and ``tofree_count`` (calls over
     the limit, by ``mem_tofree``)."""
 
+    slabs: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """jemalloc's small bins at each scenario event (before its command runs) and at
+    the end, as ``MEMORY MALLOC-STATS`` prints them: ``time``, ``at`` (``before
+    populate``, ..., ``end``), ``size`` (the class, B), ``regs`` (regions per slab),
+    ``curregs`` (regions in use), ``curslabs`` (slabs in use), ``full`` and
+    ``nonfull`` slabs; only classes with slabs in use."""
+    slab_utilisation: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Slabs in use by the share of their regions in use, at the same moments:
+    ``time``, ``at``, ``lo`` < share ≤ ``hi`` (tenths), ``slabs``."""
+
     def phases(self) -> pd.DataFrame:
         """The eviction-cycle table (``redsim.analysis.phases``)."""
         from redsim.analysis.phases import phases
@@ -146,7 +156,10 @@ class Result:
         return "\n".join(lines)
 
     @classmethod
-    def from_world(cls, scenario, seed: int, w: S.World, info: dict, pending: int) -> Result:
+    def from_world(cls, scenario, seed: int, w: S.World, info: dict, pending: int,
+                   snapshots: Any = ()) -> Result:
+        """The result of a finished run: its arrays named, and the allocator
+        ``snapshots`` (``(time, label, Kernel.allocator())``) as tables."""
         from redsim import __version__
         from redsim.config import scenario_hash
 
@@ -230,6 +243,17 @@ class Result:
             "requests_pending_at_end": pending,
             "used_memory_end": int(ts["used_memory"].iloc[-1]) if n else 0,
             "used_memory_peak": int(ts["used_memory"].max()) if n else 0,
+            "used_memory_rss_end": int(ts["used_memory_rss"].iloc[-1]) if n else 0,
+            "used_memory_rss_peak": int(ts["used_memory_rss"].max()) if n else 0,
+            "host_memory_peak": int(ts["host_memory"].max()) if n else 0,
+            "allocator_allocated_end": int(ts["allocator_allocated"].iloc[-1]) if n else 0,
+            "allocator_active_end": int(ts["allocator_active"].iloc[-1]) if n else 0,
+            "allocator_resident_end": int(ts["allocator_resident"].iloc[-1]) if n else 0,
+            "allocator_frag_ratio_end": float(ts["allocator_frag_ratio"].iloc[-1]) if n else 0.0,
+            "rss_overhead_ratio_end": float(ts["rss_overhead_ratio"].iloc[-1]) if n else 0.0,
+            "mem_fragmentation_ratio_end": (float(ts["mem_fragmentation_ratio"].iloc[-1])
+                                            if n else 0.0),
+            "pages_purged": int(w.I[S.AL_PAGES_PURGED]),
             "keys_end": int(ts["keys"].iloc[-1]) if n else 0,
             "keyspace_hits": int(w.I[S.STAT_HITS]),
             "keyspace_misses": int(w.I[S.STAT_MISSES]),
@@ -267,9 +291,10 @@ class Result:
             provenance["simpy"] = simpy.__version__
         except ImportError:  # pragma: no cover
             pass
+        slabs, util = _slab_tables(snapshots)
         return cls(scenario, seed, ts, latency, summary, provenance, forks=forks,
                    trace_passes=passes, latency_events=lm, fsync_calls=fsyncs,
-                   eviction_calls=calls)
+                   eviction_calls=calls, slabs=slabs, slab_utilisation=util)
 
     # -- the run folder ----------------------------------------------------------
 
@@ -282,8 +307,12 @@ class Result:
         ``cycles.csv`` (the phase table), ``eviction_calls.csv`` and
         ``funclatency.txt`` (performEvictions call times), ``overview.png``,
         ``cycles.png`` (the S0-style figure, when maxmemory is set),
+        ``fragmentation.png`` (memory against RSS and the slabs' fill, when the
+        scenario has populate, del, flushall or memory-purge events),
         ``forks.csv``, ``trace_passes.csv`` and ``latency_monitor.txt`` when
-        there were forks, trace passes or latency-monitor samples, and
+        there were forks, trace passes or latency-monitor samples, ``slabs.csv``
+        and ``slab_utilisation.csv`` (the allocator's bins at each event and at
+        the end), and
         ``provenance.json``. Nothing in them depends on the
         wall clock, so the same scenario and seed give byte-identical files.
 
@@ -318,6 +347,9 @@ class Result:
                                                         sort_keys=True) + "\n")
         if not self.forks.empty:
             self.forks.to_csv(out / "forks.csv", index=False)
+        if not self.slabs.empty:
+            self.slabs.to_csv(out / "slabs.csv", index=False)
+            self.slab_utilisation.to_csv(out / "slab_utilisation.csv", index=False)
         if not self.trace_passes.empty:
             self.trace_passes.to_csv(out / "trace_passes.csv", index=False)
         if self.latency_events:
@@ -345,6 +377,12 @@ class Result:
         if "used_memory" in ts and self.scenario.server.maxmemory:
             figures.append(("cycles.png", lambda path: plots.plot_cycles(
                 ts, path, cycles, title=f"{title}: the eviction cycle")))
+        if any(ev.do in ("populate", "del", "flushall", "memory-purge")
+               for ev in self.scenario.events):
+            marks = [(float(ev.at), ev.do) for ev in self.scenario.events]
+            figures.append(("fragmentation.png", lambda path: plots.plot_fragmentation(
+                ts, self.slab_utilisation, path, marks,
+                title=f"{title}: used_memory against RSS")))
         tail = f"the run's data files in {out} are complete"
         return [name for name, draw in figures
                 if draw_guarded(out / name, lambda d=draw, p=out / name: d(p), tail)]
@@ -402,9 +440,44 @@ def _memory_columns(ts: pd.DataFrame, wi: np.ndarray, scenario, length: np.ndarr
     ts["aof_rewrite_in_progress"] = (wi[S.WI_CHILD] == S.CHILD_AOF).astype(np.int64)
     ts["total_forks"] = np.cumsum(wi[S.WI_FORKS])
     ts["current_cow_size"] = wi[S.WI_COW_BYTES]
-    # No allocator fragmentation yet: the parent's RSS is used_memory; the
-    # child's copied pages come on top of it on the host.
-    ts["used_memory_rss"] = used + wi[S.WI_COW_BYTES]
+    # The process's RSS and jemalloc's figures (model/rss.py), and INFO's ratios
+    # (src/server.c:genRedisInfoString). A fork child's copied pages are its own:
+    # on the host they come on top of used_memory_rss (host_memory).
+    rss = wi[S.WI_RSS]
+    allocated, active, resident = wi[S.WI_AL_ALLOCATED], wi[S.WI_AL_ACTIVE], wi[S.WI_AL_RESIDENT]
+    ts["used_memory_rss"] = rss
+    ts["allocator_allocated"] = allocated
+    ts["allocator_active"] = active
+    ts["allocator_resident"] = resident
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ts["allocator_frag_ratio"] = np.round(active / allocated, 2)
+        ts["allocator_rss_ratio"] = np.round(resident / active, 2)
+        ts["rss_overhead_ratio"] = np.round(rss / resident, 2)
+        ts["mem_fragmentation_ratio"] = np.round(rss / used, 2)
+    ts["allocator_frag_bytes"] = active - allocated
+    ts["allocator_rss_bytes"] = resident - active
+    ts["rss_overhead_bytes"] = rss - resident
+    ts["mem_fragmentation_bytes"] = rss - used
+    ts["host_memory"] = rss + wi[S.WI_COW_BYTES]
+
+
+def _slab_tables(snapshots) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``Result.slabs`` and ``Result.slab_utilisation`` from the run's snapshots."""
+    tables, hists = [], []
+    edges = np.linspace(0.0, 1.0, 11)
+    for t, label, snap in snapshots:
+        tab = pd.DataFrame(snap["table"])
+        tab.insert(0, "at", label)
+        tab.insert(0, "time", float(t))
+        tables.append(tab)
+        # (lo, hi] tenths: a slab half used is in (0.4, 0.5], a full one in (0.9, 1].
+        idx = np.clip(np.ceil(snap["utilisation"] * 10 - 1e-9).astype(np.int64) - 1, 0, 9)
+        counts = np.bincount(idx, minlength=10)
+        hists.append(pd.DataFrame({"time": float(t), "at": label, "lo": edges[:-1],
+                                   "hi": edges[1:], "slabs": counts.astype(np.int64)}))
+    if not tables:
+        return pd.DataFrame(), pd.DataFrame()
+    return pd.concat(tables, ignore_index=True), pd.concat(hists, ignore_index=True)
 
 
 def _persistence_tables(scenario, w: S.World, info: dict):

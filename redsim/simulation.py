@@ -63,11 +63,20 @@ class Simulation:
                 return
             yield env.timeout(max(t, t_stop) - env.now)
 
-    def _event(self, at: float, command: str):
-        """A scenario event: at ``at`` s, BGSAVE / BGREWRITEAOF is sent; the main
-        thread runs it with the next file events."""
+    def _event(self, at: float, event):
+        """A scenario event: at ``at`` s its command is sent (BGSAVE,
+        BGREWRITEAOF, DEBUG POPULATE, DEL, FLUSHALL, MEMORY PURGE); the main
+        thread runs it with the next file events. The allocator's slabs are
+        recorded as the command arrives (before it runs)."""
         yield control_timeout(self.env, at)
-        self.kernel.request_fork(command)
+        self._snapshot(f"before {event.do}")
+        if event.do in ("bgsave", "bgrewriteaof"):
+            self.kernel.request_fork(event.do)
+        else:
+            self.kernel.request_admin(event)
+
+    def _snapshot(self, label: str) -> None:
+        self.slab_snapshots.append((self.kernel.now, label, self.kernel.allocator()))
 
     def _progress(self):
         step = max(self.horizon / 200.0, float(self.scenario.sample_interval))
@@ -93,15 +102,17 @@ class Simulation:
                              leave=False, dynamic_ncols=True,
                              disable=os.environ.get("REDSIM_NO_PROGRESS") == "1")
             self.env.process(self._progress())
+        self.slab_snapshots = []
         for ev in self.scenario.events:
-            self.env.process(self._event(float(ev.at), ev.do))
+            self.env.process(self._event(float(ev.at), ev))
         main = self.env.process(self._main_thread())
         self.env.run(until=main)
         pending = self.kernel.finish(self.horizon)
+        self._snapshot("end")
         if self._bar is not None:
             self._bar.close()
         return Result.from_world(self.scenario, self.seed, self.kernel.world, self.kernel.info,
-                                 pending)
+                                 pending, self.slab_snapshots)
 
 
 WARM_UP = {

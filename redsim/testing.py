@@ -162,14 +162,26 @@ def _explain_burst(r: Run) -> str:
 
 def assert_no_burst(scenario: ScenarioLike, *, seeds: Iterable[int] | None = None,
                     set: Sequence[str] = (), duration: Any = None,  # noqa: A002
-                    max_p99: float | None = None,
+                    max_p99: float | None = None, max_rss: int | str | None = None,
                     cache: RunCache | str | os.PathLike[str] | None = None) -> list[Run]:
     """Fail if any run (one per seed; default the scenario's seed) has an eviction
-    burst, or, with ``max_p99`` (s), a p99 latency above it. Returns the runs."""
+    burst, or, with ``max_p99`` (s), a p99 latency above it, or, with ``max_rss``
+    (bytes, or a size such as ``"2gb"``), a ``used_memory_rss`` peak above it.
+    Returns the runs."""
+    from redsim.config.units import parse_size
+
+    rss_limit = None if max_rss is None else parse_size(max_rss)
     runs = _runs(scenario, seeds, set, duration, cache)
     for r in runs:
         if r.summary.get("burst_detected"):
             raise AssertionError(_explain_burst(r))
+        rss = r.summary.get("used_memory_rss_peak")
+        if rss_limit is not None and rss is not None and rss > rss_limit:
+            raise AssertionError(
+                f"{r.name}: no burst, but used_memory_rss peaked at {rss / 2**20:,.1f} MB, "
+                f"over max_rss {rss_limit / 2**20:,.1f} MB (used_memory peak "
+                f"{r.summary['used_memory_peak'] / 2**20:,.1f} MB; allocator_frag_ratio at "
+                f"the end {r.summary.get('allocator_frag_ratio_end', math.nan):.2f})")
         p99 = r.summary.get("latency_p99_s")
         if max_p99 is not None and p99 is not None and p99 > max_p99:
             raise AssertionError(

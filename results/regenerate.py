@@ -12,7 +12,8 @@ is not stale needs no rerun.
 
 What is here (see results/README.md): a run folder per shipped scenario (S0:
 GitLab 2022 and its TTL-8h fix; the persistence runs of seeds S1 and S2, made by
-``results/persistence.py``; the web-cache and open-loop-ramp examples), and
+``results/persistence.py``; seed S3's fragmentation run; the web-cache and
+open-loop-ramp examples), and
 every shipped S0 sweep shortened to 10 simulated minutes.
 """
 
@@ -78,6 +79,7 @@ RUNS = [
     RunResult("gitlab-2022-ttl-8h", "gitlab-2022-ttl-8h.yaml"),
     RunResult("web-cache", "web-cache.yaml"),
     RunResult("open-loop-ramp", "open-loop-ramp.yaml"),
+    RunResult("s3-fragmentation", "jemalloc-fragmentation.yaml"),
 ]
 PERSISTENCE = [
     RunResult(f"s2-aof-fsync/{n}", f"{n}.yaml")

@@ -3,9 +3,11 @@
 Slab geometry against the reference's table (§3.3, from jemalloc's
 sc.c:slab_size); then sequences of allocations and frees on one size class
 whose slab occupancies, pages and slab choices are worked out in the comments,
-following jemalloc 5.3's bin code: allocate from slabcur, lowest free region
-first; a full slabcur is replaced by the lowest non-full slab; a slab that
-becomes non-full replaces a higher slabcur; an empty slab's pages turn dirty.
+following jemalloc 5.3's bin code: allocate from slabcur; a full slabcur is
+replaced by the lowest non-full slab; a slab that becomes non-full replaces a
+higher slabcur; an empty slab's pages turn dirty. The model keeps how many
+regions of a slab are free, not which (jemalloc's lowest-free-region rule moves
+no slab's count), so allocations are checked slab by slab.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import pytest
 
 from redsim.model import arena as A
+from redsim.model import state as S
 
 
 def test_size_classes_and_slab_geometry_follow_the_reference_table():
@@ -27,16 +30,21 @@ def test_size_classes_and_slab_geometry_follow_the_reference_table():
     a = A.new_arena(False, 4)
     for size, (pages, regs) in table.items():
         b = A.bin_of(a, size)
-        assert (a.reg_size[b], a.slab_pages[b], a.nregs[b]) == (size, pages, regs)
+        assert (a.al_reg_size[b], a.al_slab_pages[b], a.al_nregs[b]) == (size, pages, regs)
     assert A.bin_of(a, 1030) == A.bin_of(a, 1280)  # a 1 KB value's sds: the 1280 class
+    # The kernel's bin_index of every class is its place in the list, both quanta.
+    for q16 in (False, True):
+        for i, c in enumerate(A.small_classes(q16)):
+            assert A.bin_index(c, q16) == i
+        # ... and zmalloc's lookup table gives every small request its class's bin.
+        by8 = A.new_arena(q16, 1).al_bin_of8
+        classes = A.small_classes(q16)
+        for n in range(1, A.SMALL_MAX + 1):
+            assert classes[by8[(n + 7) >> 3]] == A.size_class(n, q16)
 
 
-def _slab(h):
-    return h // A.MAX_REGS
-
-
-def _region(h):
-    return h % A.MAX_REGS
+def _dirty_pages(a):
+    return int(a.I[S.AL_PAGES_DIRTY])
 
 
 def test_every_other_free_empties_no_slab_and_returns_no_page():
@@ -45,17 +53,16 @@ def test_every_other_free_empties_no_slab_and_returns_no_page():
     a = A.new_arena(False, 16)
     b = A.bin_of(a, 1280)
     hs = [A.arena_malloc(a, b) for _ in range(40)]
-    assert [(_slab(h), _region(h)) for h in hs[:3]] == [(0, 0), (0, 1), (0, 2)]
-    assert [_slab(h) for h in hs] == [0] * 16 + [1] * 16 + [2] * 8
+    assert hs == [0] * 16 + [1] * 16 + [2] * 8
     st = A.stats(a)
-    assert (st["allocated"], st["active"], st["resident"]) == (40 * 1280, 15 * 4096, 15 * 4096)
+    assert (st["allocated"], st["active"], st["dirty"]) == (40 * 1280, 15 * 4096, 0)
     # Free every other one (the odd keys): each slab keeps half its regions.
     for h in hs[1::2]:
         A.arena_free(a, h)
     st = A.stats(a)
     assert st["allocated"] == 20 * 1280  # halved
-    assert (st["active"], st["resident"], st["slabs"]) == (15 * 4096, 15 * 4096, 3)
-    assert A.purge(a) == 0  # nothing to give back
+    assert (st["active"], st["dirty"], st["slabs"]) == (15 * 4096, 0, 3)
+    assert A.purge_all(a) == 0  # nothing to give back
 
 
 def test_freeing_whole_slabs_returns_their_pages_and_they_are_reused():
@@ -67,19 +74,19 @@ def test_freeing_whole_slabs_returns_their_pages_and_they_are_reused():
     for h in hs[16:32]:
         A.arena_free(a, h)
     st = A.stats(a)
-    assert (st["active"], st["resident"], st["slabs"]) == (10 * 4096, 15 * 4096, 2)
-    # slabcur is slab 2 (8 free regions): the next 8 go there, regions 8..15;
-    # then slab 2 is full, no slab is non-full, and a fresh slab takes the
-    # lowest free id, 1, and the 5 dirty pages: resident stays 15 pages.
+    assert (st["active"], st["dirty"], st["slabs"]) == (10 * 4096, 5 * 4096, 2)
+    # slabcur is slab 2 (8 free regions): the next 8 go there; then slab 2 is
+    # full, no slab is non-full, and a fresh slab takes the lowest free id, 1,
+    # and the 5 dirty pages: active + dirty stays 15 pages.
     more = [A.arena_malloc(a, b) for _ in range(9)]
-    assert [(_slab(h), _region(h)) for h in more[:8]] == [(2, r) for r in range(8, 16)]
-    assert (_slab(more[8]), _region(more[8])) == (1, 0)
+    assert more == [2] * 8 + [1]
     st = A.stats(a)
-    assert (st["active"], st["resident"]) == (15 * 4096, 15 * 4096)
+    assert (st["active"], st["dirty"]) == (15 * 4096, 0)
     # Emptied again and purged: the 5 pages leave.
     A.arena_free(a, more[8])
-    assert A.purge(a) == 5
-    assert A.stats(a)["resident"] == 10 * 4096
+    assert A.purge_all(a) == 5
+    st = A.stats(a)
+    assert (st["active"], st["dirty"]) == (10 * 4096, 0)
 
 
 def test_the_lowest_non_full_slab_takes_the_next_allocation():
@@ -90,13 +97,12 @@ def test_the_lowest_non_full_slab_takes_the_next_allocation():
     # lower than slabcur 2 (full): it becomes slabcur. Then slab 0, lower still,
     # becomes slabcur and slab 1 (non-full) goes to the heap.
     A.arena_free(a, hs[16 + 5])
-    assert a.cur[b] == 1
+    assert a.al_cur[b] == 1
     A.arena_free(a, hs[3])
-    assert a.cur[b] == 0 and a.root[b] == 1
-    # Allocations: slab 0's region 3, then (slab 0 full) the heap's lowest, slab
-    # 1's region 5, then (all full) a fresh slab 3.
-    got = [(_slab(h), _region(h)) for h in (A.arena_malloc(a, b) for _ in range(3))]
-    assert got == [(0, 3), (1, 5), (3, 0)]
+    assert a.al_cur[b] == 0 and a.al_root[b] == 1
+    # Allocations: slab 0's free region, then (slab 0 full) the heap's lowest,
+    # slab 1, then (all full) a fresh slab 3.
+    assert [A.arena_malloc(a, b) for _ in range(3)] == [0, 1, 3]
 
 
 @pytest.mark.parametrize("order", ["ascending", "descending", "interleaved"])
@@ -115,7 +121,7 @@ def test_the_heap_gives_slabs_back_lowest_first_whatever_order_they_came_in(orde
         slabs = slabs[::2] + slabs[1::2]
     for s in slabs:
         A.arena_free(a, hs[2 * s + 1])
-    got = [_slab(A.arena_malloc(a, b)) for _ in range(10)]
+    got = [A.arena_malloc(a, b) for _ in range(10)]
     assert got == list(range(10))
     # All full again. Free region 1 of each slab (in the same order), then slab
     # 4's region 0: slab 4 empties and leaves the heap from its middle. The next
@@ -124,42 +130,40 @@ def test_the_heap_gives_slabs_back_lowest_first_whatever_order_they_came_in(orde
     for s in slabs:
         A.arena_free(a, hs[2 * s + 1])
     A.arena_free(a, hs[8])
-    got = [_slab(A.arena_malloc(a, b)) for _ in range(10)]
+    got = [A.arena_malloc(a, b) for _ in range(10)]
     assert got == [0, 1, 2, 3, 5, 6, 7, 8, 9, 4]
 
 
 class _Plain:
     """The same bin rules written the slow, obvious way (scan for the lowest
-    non-full slab, a set of used regions per slab), to check the heap against."""
+    non-full slab, a count of used regions per slab), to check the heap against."""
 
     def __init__(self, nregs: int) -> None:
         self.nregs = nregs
-        self.used: dict[int, set[int]] = {}  # slab -> regions in use
+        self.used: dict[int, int] = {}  # slab -> regions in use
         self.cur = -1
         self.dirty = 0
 
-    def malloc(self) -> tuple[int, int]:
-        if self.cur < 0 or len(self.used[self.cur]) == self.nregs:
-            nonfull = [s for s, u in self.used.items()
-                       if s != self.cur and len(u) < self.nregs]
+    def malloc(self) -> int:
+        if self.cur < 0 or self.used[self.cur] == self.nregs:
+            nonfull = [s for s, u in self.used.items() if s != self.cur and u < self.nregs]
             if nonfull:
                 self.cur = min(nonfull)
             else:
                 self.cur = min(set(range(len(self.used) + 1)) - set(self.used))
-                self.used[self.cur] = set()
+                self.used[self.cur] = 0
                 self.dirty = max(self.dirty - 1, 0)
-        r = min(set(range(self.nregs)) - self.used[self.cur])
-        self.used[self.cur].add(r)
-        return self.cur, r
+        self.used[self.cur] += 1
+        return self.cur
 
-    def free(self, s: int, r: int) -> None:
-        self.used[s].remove(r)
+    def free(self, s: int) -> None:
+        self.used[s] -= 1
         if not self.used[s]:
             del self.used[s]
             self.dirty += 1
             if self.cur == s:
                 self.cur = -1
-        elif len(self.used[s]) == self.nregs - 1 and s != self.cur and s < self.cur:
+        elif self.used[s] == self.nregs - 1 and s != self.cur and s < self.cur:
             self.cur = s  # a full slab freed below slabcur becomes slabcur
 
 
@@ -179,18 +183,18 @@ def test_random_mallocs_and_frees_match_the_plain_rules(seed):
         if live and rng.random() < 0.45:
             h = live.pop(rng.randrange(len(live)))
             A.arena_free(a, h)
-            plain.free(_slab(h), _region(h))
+            plain.free(h)
         else:
             h = A.arena_malloc(a, b)
-            assert (_slab(h), _region(h)) == plain.malloc()
+            assert h == plain.malloc()
             live.append(h)
-        assert int(a.n[A.PAGES_DIRTY]) == plain.dirty
+        assert _dirty_pages(a) == plain.dirty
     assert A.stats(a)["allocated"] == 512 * len(live)
 
 
 def _dirty(a, b, slabs: int) -> list[int]:
     """Fill ``slabs`` slabs of bin b and free them all: their pages turn dirty."""
-    hs = [A.arena_malloc(a, b) for _ in range(slabs * int(a.nregs[b]))]
+    hs = [A.arena_malloc(a, b) for _ in range(slabs * int(a.al_nregs[b]))]
     for h in hs:
         A.arena_free(a, h)
     return hs
@@ -202,7 +206,7 @@ def test_dirty_pages_decay_along_jemallocs_smootherstep():
     # k epochs later, S(x) = 6x^5 - 15x^4 + 10x^3 (jemalloc's default step).
     a = A.new_arena(False, 128)
     _dirty(a, A.bin_of(a, 4096), 100)
-    assert int(a.n[A.PAGES_DIRTY]) == 100
+    assert _dirty_pages(a) == 100
     assert A.arena_decay(a, 1) == 0  # just dirtied: S(1) = 1, all kept
     # 100 epochs on (half the decay time): S(0.5) = 0.5 -> 50 kept, 50 purged.
     assert A.arena_decay(a, 101) == 50
@@ -210,8 +214,8 @@ def test_dirty_pages_decay_along_jemallocs_smootherstep():
     assert A.arena_decay(a, 151) == 40
     # Past the whole decay time: nothing kept.
     assert A.arena_decay(a, 401) == 10
-    assert int(a.n[A.PAGES_DIRTY]) == 0 and int(a.n[A.PAGES_PURGED]) == 100
-    assert A.stats(a)["resident"] == 0
+    assert _dirty_pages(a) == 0 and int(a.I[S.AL_PAGES_PURGED]) == 100
+    assert A.stats(a)["active"] == 0
 
 
 def test_a_fresh_slab_takes_dirty_pages_before_they_decay():
@@ -224,6 +228,13 @@ def test_a_fresh_slab_takes_dirty_pages_before_they_decay():
     assert A.arena_decay(a, 1) == 0
     for _ in range(5):
         A.arena_malloc(a, b)
-    assert int(a.n[A.PAGES_DIRTY]) == 15
+    assert _dirty_pages(a) == 15
     assert A.arena_decay(a, 101) == 5
-    assert A.decay_epoch(5.0, 10_000) == 100  # 10 s over 200 epochs: 50 ms each
+    # decay_cron at 5 s with dirty_decay_ms 10 s: epoch 100 (200 epochs of 50 ms).
+    a.F[S.T] = 5.0
+    before = int(a.I[S.AL_DECAY_EPOCH])
+    A.decay_cron(a)
+    assert (before, int(a.I[S.AL_DECAY_EPOCH])) == (101, 101)  # no step back
+    a.F[S.T] = 5.2
+    A.decay_cron(a)
+    assert int(a.I[S.AL_DECAY_EPOCH]) == 104

@@ -41,6 +41,7 @@ TOLERANCES = {
     "used_memory_peak": ("rel", 0.02), "evicted_keys": ("rel", 0.15),
     "latency_max_s": ("rel", 0.10), "trace_pass_mean_s": ("rel", 0.10),
     "latest_fork_usec": ("rel", 0.10), "aof_fsyncs": ("rel", 0.10),
+    "used_memory_rss_peak": ("rel", 0.02),
 }
 
 

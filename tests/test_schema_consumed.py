@@ -96,7 +96,12 @@ def _every_path() -> dict:
                    "maxmemory-policy": "allkeys-lfu", "save": "60 1", "disable-thp": "no"},
         "host": {"transparent-huge-pages": "always", "thp-cow": "copy-huge"},
         "disk": {"fsync": {"distribution": "empirical", "values": [0.001, 0.002, 0.01]}},
-        "events": [{"at": 0.5, "do": "bgsave"}],
+        "events": [{"at": 0.1, "do": "populate", "keys": 100, "value-size": 64},
+                   {"at": 0.5, "do": "bgsave"},
+                   {"at": 0.6, "do": "del", "pattern": "every", "every": 3},
+                   {"at": 0.7, "do": "del", "pattern": "random", "fraction": 0.5,
+                    "group": "closed"},
+                   {"at": 0.8, "do": "memory-purge"}],
         "clients": [
             {"name": "recorded", "kind": "trace", "trace": trace, "trace-timing": "recorded"},
             {"name": "looped", "kind": "trace", "trace": trace, "replay": "loop"},

@@ -151,7 +151,8 @@ EvictionPolicy = Literal[
 AppendFsync = Literal["always", "everysec", "no"]
 Thp = Literal["always", "madvise", "never"]
 ThpCow = Literal["split", "copy-huge"]
-EventAction = Literal["bgsave", "bgrewriteaof"]
+EventAction = Literal["bgsave", "bgrewriteaof", "populate", "del", "flushall", "memory-purge"]
+DelPattern = Literal["odd", "even", "every", "random", "first"]
 RedisVersion = Literal["6.2", "7.0", "7.2"]
 ServiceDistribution = Literal["fixed", "exponential"]
 ClientKind = Literal["closed", "open", "trace"]
@@ -608,11 +609,54 @@ class Host(_Model):
 
 
 class ScenarioEvent(_Model):
-    """Something done to the server at a given time: ``{at: 30s, do: bgsave}``."""
+    """Something done to the server at a given time: ``{at: 30s, do: bgsave}``,
+    ``{at: 0s, do: populate, keys: 100000, value-size: 1kb}``,
+    ``{at: 10s, do: del, pattern: odd}`` (``model/admin.py``)."""
 
     at: Seconds
     do: Annotated[EventAction, _literal(EventAction)]
-    """bgsave or bgrewriteaof, run as the command would be."""
+    """bgsave, bgrewriteaof, populate (DEBUG POPULATE keys key value-size: keys
+    ``key:0`` .. ``key:<keys-1>``), del (DEL of the keys a pattern picks), flushall,
+    or memory-purge; run as the command would be."""
+    keys: Annotated[int, _v(parse_int, minimum=1)] | None = None
+    """populate: how many keys (``key:0`` .. ``key:<keys-1>``; existing ones are kept)."""
+    value_size: Bytes | None = None
+    """populate: each value's size, bytes (at least ``value:<i>``'s length, as DEBUG
+    POPULATE pads)."""
+    pattern: Annotated[DelPattern, _literal(DelPattern)] | None = None
+    """del: which keys, in ascending order of their number: odd, even, every (each
+    ``every``-th, from 0), first (the lowest-numbered ``fraction`` of them: whole
+    slabs empty) or random (each with probability ``fraction``)."""
+    every: Annotated[int, _v(parse_int, minimum=1)] | None = None
+    """del with pattern every: k, the step."""
+    fraction: Annotated[float, _v(parse_float, minimum=0, maximum=1)] | None = None
+    """del with pattern random: each key's probability of deletion; with first: the
+    share of the keys deleted."""
+    group: str | None = None
+    """del: a client group whose key ids (number i = key id i) the pattern picks from;
+    by default the populated keys (``key:<i>`` is number i)."""
+
+    @model_validator(mode="after")
+    def _check(self) -> ScenarioEvent:
+        need: dict[str, tuple[str, ...]] = {
+            "populate": ("keys", "value_size"), "del": ("pattern",)}
+        for name in need.get(self.do, ()):
+            if getattr(self, name) is None:
+                raise BadValue(f"a {name.replace('_', '-')} for do: {self.do}", "none",
+                               field=(name.replace("_", "-"),))
+        allowed = {"populate": {"keys", "value_size"},
+                   "del": {"pattern", "every", "fraction", "group"}}.get(self.do, set())
+        for name in ("keys", "value_size", "pattern", "every", "fraction", "group"):
+            if getattr(self, name) is not None and name not in allowed:
+                raise BadValue(f"no {name.replace('_', '-')} with do: {self.do}",
+                               repr(getattr(self, name)), field=(name.replace("_", "-"),))
+        if self.do == "del":
+            if self.pattern == "every" and self.every is None:
+                raise BadValue("every: k for pattern every", "none", field=("every",))
+            if self.pattern in ("random", "first") and self.fraction is None:
+                raise BadValue(f"fraction: f for pattern {self.pattern}", "none",
+                               field=("fraction",))
+        return self
 
 
 class Network(_Model):
@@ -1303,6 +1347,15 @@ class Scenario(_Model):
                                f"{name!r} again (also clients[{seen[name]}])",
                                field=("clients", i, "name"))
             seen[name] = i
+        for i, ev in enumerate(self.events):
+            if ev.group is not None and ev.group not in seen:
+                raise BadValue(f"a client group's name ({', '.join(map(repr, seen))})",
+                               repr(ev.group), field=("events", i, "group"))
+            if ev.do == "del" and ev.group is None and not any(
+                    e.do == "populate" for e in self.events[:i]):
+                raise BadValue("a populate event before a del with no group (it deletes "
+                               "populated keys), or a group", "neither",
+                               field=("events", i, "pattern"))
         for i, group in enumerate(self.clients):
             ks = group.keyspace
             ttls = [m.ttl for m in group.mix  # the TTL the written keys get

@@ -1,15 +1,19 @@
-"""jemalloc's small-object arena: bins, slabs, regions, and the pages they pin.
+"""jemalloc's arena: bins, slabs and extents, and the pages they keep resident.
 
 Follows jemalloc 5.3 (7.x's bundled version; 6.2's 5.1 places small objects
 the same way): ``src/arena.c:arena_bin_malloc_no_fresh_slab`` and
 ``src/arena.c:arena_slab_alloc`` for an allocation,
 ``src/arena.c:arena_dalloc_bin_locked_step``, ``src/arena.c:arena_bin_lower_slab``
-and ``src/arena.c:arena_dissociate_bin_slab`` for a free; slab geometry from
-``src/sc.c:slab_size``; reference §3.3.
+and ``src/arena.c:arena_dissociate_bin_slab`` for a free, ``src/large.c`` for
+allocations above the small classes; slab geometry from ``src/sc.c:slab_size``;
+reference §3.3. Every allocation the keyspace makes goes through it
+(``objects.py``: dictEntry, key sds, value object, expires entry; ``db.py``:
+the dicts' bucket arrays).
 
-What it keeps, per small size class (a *bin*): the slab it allocates from
-(``slabcur``) and a heap of its other non-full slabs; per slab, which regions
-are in use (a bitmap, lowest free region first, as jemalloc's ``bitmap_sfu``).
+What it keeps, per small size class (a *bin*, ``al`` rows): the slab it
+allocates from (``slabcur``), a heap of its other non-full slabs, and its
+live regions and slabs; per slab (arrays indexed by slab id): its bin and free
+regions.
 
 - malloc: from ``slabcur`` while it has a free region; when it is full, the
   lowest non-full slab becomes ``slabcur``; when there is none, a fresh slab.
@@ -23,44 +27,127 @@ are in use (a bitmap, lowest free region first, as jemalloc's ``bitmap_sfu``).
   (``edata_snad_comp``); here a slab's id stands for both: ids are given
   lowest free first, so an older (lower) slab is always preferred, as in
   jemalloc. The non-full heap is a pairing heap, as jemalloc's ``ph.h``.
-- Pages: a fresh slab takes dirty pages first (jemalloc reuses its dirty
-  extents before mapping new ones), then new ones. ``active`` pages are those
-  of slabs in use, ``dirty`` those of emptied slabs not yet purged;
-  ``resident`` = active + dirty. ``purge`` returns every dirty page
+- Large allocations (above 14 KB, ``SC_SMALL_MAXCLASS``): an extent of whole
+  pages (the size class, a multiple of 4 KB), freed to dirty pages at once.
+- Pages: a fresh slab or extent takes dirty pages first (jemalloc reuses its
+  dirty extents before mapping new ones), then new ones. ``active`` pages are
+  those of slabs and extents in use, ``dirty`` those freed and not yet purged;
+  ``resident`` = active + dirty + metadata. ``purge`` returns every dirty page
   (``MEMORY PURGE``); ``arena_decay`` returns them gradually, as jemalloc's
   decay does (``dirty_decay_ms``, 10 s by default; Redis runs jemalloc's
   background thread, ``jemalloc-bg-thread yes``): the pages dirtied in one
   epoch (a 200th of the decay time) may stay ``S(1 - k/200)`` of themselves
   ``k`` epochs later, ``S`` the smootherstep, and the excess is purged when
   an epoch passes (``src/decay.c``, ``src/arena.c:arena_decay_try_purge``).
+  serverCron runs it (the background thread wakes as epochs pass; here at
+  each cron tick, 100 ms at the default hz, two 50-ms epochs).
   Purged pages leave RSS at once: 7.x's jemalloc 5.3 has ``muzzy_decay_ms``
-  0, so nothing lingers as lazily freed (``MADV_FREE``) pages. Deviation:
-  6.2's jemalloc 5.1 decays muzzy pages over 10 s too, which keep counting
-  in RSS until the kernel reclaims them; not modelled.
+  0, so nothing lingers as lazily freed (``MADV_FREE``) pages.
 
-This is the first part of issue #18: the arena is not wired into the
-keyspace yet. Deviations (stated for when it is): no thread cache (Redis's
-main thread does every allocation and its tcache only delays which region a
-free returns to, by at most the cache's few entries per class); extents are
-not split or coalesced by address: a freed slab's pages are a count of dirty
-pages any later slab can take, whatever its size; no large (> 14 KB)
-allocations yet; no arena metadata pages.
+Handles: an allocation is remembered in 32 bits (two per key-row field): 0 is
+none, ``slab + 1`` a small region, ``LARGE + pages`` a large extent.
+
+Deviations:
+
+- which region of a slab an allocation takes is not kept, only how many are
+  free: jemalloc's lowest-free-region rule changes no slab's count;
+- no thread cache: jemalloc's tcache keeps up to 200 freed regions per small
+  class (``tcache_nslots_small_max``) and hands them out again first, and they
+  pin their slabs. Measured on 7.0.15 after FLUSHALL of 100K 1-KB values: 34
+  regions of the 1280-B class pinned 28 slabs (140 pages), so the model
+  understates what stays resident after mass deletes by up to ~200 slabs per
+  class touched;
+- extents are not split or coalesced by address: freed pages are a count of
+  dirty pages any later slab or extent can take, whatever its size;
+- metadata is ``engine``'s base plus 128 B per slab or extent in use (jemalloc's
+  ``edata_t`` and radix-tree leaves; 7.0.15 grew by 0.99 MB for 7,900 slabs);
+- 6.2's jemalloc 5.1 also decays *muzzy* pages over 10 s, which keep counting
+  in RSS until the kernel reclaims them; not modelled.
 """
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 
-from redsim.model.jit import leaf, step
+from redsim.model.jemalloc import size_class
+from redsim.model.jit import entry, leaf, step
+from redsim.model.state import (
+    AL_ALLOCATED,
+    AL_DECAY_EPOCH,
+    AL_DECAY_MS,
+    AL_DECAY_UNPURGED,
+    AL_EXTENTS,
+    AL_FREE_IDS,
+    AL_LOW,
+    AL_MAX_SLABS,
+    AL_OVERRUN,
+    AL_PAGES_ACTIVE,
+    AL_PAGES_DIRTY,
+    AL_PAGES_PURGED,
+    AL_SLABS_MADE,
+    AL_SPARE_LOW,
+    Q16,
+    RNG_LOW,
+    T,
+)
+from redsim.model.world import as_world, pack
+
+# The kernel state this module owns; model/state.py lays it out (model/layout.py
+# says what each entry holds: where, name, dtype, unit, kind, doc).
+FIELDS = (
+    ("I", "AL_SLABS_MADE", "i8", "-", "state", "slab ids handed out so far (0 .. n-1)"),
+    ("I", "AL_FREE_IDS", "i8", "-", "state",
+     "ids of released slabs on the al free_ids min-heap (reused lowest first)"),
+    ("I", "AL_MAX_SLABS", "i8", "-", "size", "slab ids the al per-slab arrays hold"),
+    ("I", "AL_SPARE_LOW", "i8", "-", "config",
+     "below this many unused slab ids the kernel asks Python to grow the arrays (AL_LOW)"),
+    ("I", "AL_LOW", "i8", "-", "state",
+     "1: slab ids ran low, Python grows the arrays (arena.grow) at the next safe point"),
+    ("I", "AL_OVERRUN", "i8", "-", "state",
+     "1: an allocation found no slab id (a redsim bug: the spare was too small)"),
+    ("I", "AL_PAGES_ACTIVE", "i8", "-", "state",
+     "4-KB pages of slabs and large extents in use (jemalloc stats.active / 4096)"),
+    ("I", "AL_PAGES_DIRTY", "i8", "-", "state",
+     "4-KB pages freed and not yet purged (the arena's dirty pages)"),
+    ("I", "AL_ALLOCATED", "i8", "B", "state",
+     "bytes of the regions and extents in use (jemalloc stats.allocated, tracked part)"),
+    ("I", "AL_EXTENTS", "i8", "-", "state", "slabs and large extents in use (for metadata)"),
+    ("I", "AL_DECAY_MS", "i8", "ms", "config",
+     "jemalloc's dirty_decay_ms: 10000 by default; 0 purges at once, -1 never"),
+    ("I", "AL_DECAY_EPOCH", "i8", "-", "state", "the decay's current epoch (decay_t epoch)"),
+    ("I", "AL_DECAY_UNPURGED", "i8", "-", "state",
+     "dirty pages left after the last purge (decay_t nunpurged)"),
+    ("I", "AL_PAGES_PURGED", "i8", "-", "counter", "pages purged so far (decay and MEMORY PURGE)"),
+    ("al", "reg_size", "i8", "B", "config", "the bin's region (size class) size, B"),
+    ("al", "nregs", "i8", "-", "config", "regions per slab (bin_info nregs)"),
+    ("al", "slab_pages", "i8", "-", "config", "4-KB pages per slab (sc.c:slab_size)"),
+    ("al", "cur", "i8", "-", "state", "the bin's slabcur, -1 if none"),
+    ("al", "root", "i8", "-", "state", "root of the pairing heap of its other non-full slabs"),
+    ("al", "curregs", "i8", "-", "state", "regions in use in the bin (bin stats curregs)"),
+    ("al", "curslabs", "i8", "-", "state", "slabs of the bin in use (bin stats curslabs)"),
+    ("al", "bin_of8", "i8", "-", "config",
+     "the bin of a small request of n bytes, at index (n + 7) / 8 (sz_size2index's table)"),
+    ("sb", "bin", "i8", "-", "state", "the slab's bin, -1 if the id is free"),
+    ("sb", "nfree", "i8", "-", "state", "its free regions"),
+    ("sb", "child", "i8", "-", "state", "pairing-heap first child"),
+    ("sb", "next", "i8", "-", "state", "pairing-heap next sibling"),
+    ("sb", "prev", "i8", "-", "state", "pairing-heap parent or left sibling"),
+    ("sb", "free_ids", "i8[]", "-", "state", "min-heap of released slab ids"),
+    ("al", "backlog", "i8", "-", "state",
+     "decay backlog: pages dirtied per epoch, oldest first (SMOOTHSTEP_NSTEPS)"),
+    ("al", "h_steps", "i8", "-", "config",
+     "the smootherstep, 24-bit fixed point (decay h_steps)"),
+)
 
 PAGE = 4096
 SMALL_MAX = 14336
 """The largest small size class with 4 KB pages (``SC_SMALL_MAXCLASS``)."""
-MAX_REGS = 512
-"""Most regions in one slab (the 8-byte class: one page of 8-byte regions)."""
-SLAB_WORDS = MAX_REGS // 64
+LARGE = 1 << 31
+"""A handle at or above this is a large extent of ``handle - LARGE`` pages."""
+HANDLE_MASK = (1 << 32) - 1
+EXTENT_META = 128
+"""Metadata bytes per slab or extent in use (``edata_t`` and radix-tree leaves),
+measured: 7.0.15's ``resident - active`` grew 0.99 MB for ~7,900 slabs."""
 
 SMOOTHSTEP_NSTEPS = 200
 SMOOTHSTEP_BFP = 24
@@ -76,26 +163,6 @@ def _smootherstep_steps() -> np.ndarray:
 
 
 H_STEPS = _smootherstep_steps()
-
-Arena = namedtuple("Arena", [
-    # per bin (small size class)
-    "reg_size", "nregs", "slab_pages",  # geometry
-    "cur",  # slabcur, -1 if none
-    "root",  # root of the pairing heap of its other non-full slabs, -1 if empty
-    # per slab
-    "bin",  # its bin, -1 if the slab is free
-    "nfree",  # free regions
-    "child", "next", "prev",  # pairing-heap links (prev: parent or left sibling)
-    "map",  # SLAB_WORDS words per slab: bit r set = region r in use
-    "free_ids",  # min-heap of free slab ids (the lowest is reused first)
-    # dirty-page decay: pages dirtied per epoch (oldest first), and h_steps
-    "backlog", "h_steps",
-    # scalars: slabs made so far (ids 0..n-1), free ids, pages, allocated bytes,
-    # the decay's last epoch, its nunpurged, pages purged so far
-    "n",
-])
-(N_SLABS, N_FREE_IDS, PAGES_ACTIVE, PAGES_DIRTY, ALLOCATED, DECAY_EPOCH, DECAY_UNPURGED,
- PAGES_PURGED, N_SCALARS) = range(9)
 
 
 def small_classes(quantum16: bool) -> list[int]:
@@ -122,33 +189,27 @@ def slab_pages(reg_size: int) -> int:
     return pages
 
 
-def new_arena(quantum16: bool, max_slabs: int) -> Arena:
-    """An empty arena with room for ``max_slabs`` slabs."""
-    classes = small_classes(quantum16)
-    pages = [slab_pages(c) for c in classes]
-    nb = len(classes)
-    return Arena(
-        reg_size=np.array(classes, np.int64), slab_pages=np.array(pages, np.int64),
-        nregs=np.array([p * PAGE // c for p, c in zip(pages, classes, strict=True)], np.int64),
-        cur=np.full(nb, -1, np.int64), root=np.full(nb, -1, np.int64),
-        bin=np.full(max_slabs, -1, np.int64), nfree=np.zeros(max_slabs, np.int64),
-        child=np.full(max_slabs, -1, np.int64), next=np.full(max_slabs, -1, np.int64),
-        prev=np.full(max_slabs, -1, np.int64), map=np.zeros(max_slabs * SLAB_WORDS, np.int64),
-        free_ids=np.zeros(max_slabs, np.int64),
-        backlog=np.zeros(SMOOTHSTEP_NSTEPS, np.int64), h_steps=H_STEPS.copy(),
-        n=np.zeros(N_SCALARS, np.int64))
-
-
-def bin_of(a: Arena, size: int) -> int:
-    """The bin (small size class index) of an allocation of ``size`` bytes."""
-    return int(np.searchsorted(a.reg_size, size))
+@leaf
+def bin_index(c, quantum16):
+    """The bin of size class ``c`` (a ``jemalloc.size_class`` ≤ ``SMALL_MAX``)."""
+    if c <= 128:
+        if quantum16:
+            return 0 if c == 8 else c // 16
+        return c // 8 - 1 if c <= 64 else 7 + (c - 64) // 16
+    low = 9 if quantum16 else 12
+    b = 128
+    g = 0
+    while b * 2 < c:
+        b *= 2
+        g += 1
+    return low + 4 * g + (c - b) // (b >> 2) - 1
 
 
 # ---- the pairing heap of a bin's non-full slabs (jemalloc's ph.h) ---------------
 
 
 @leaf
-def _meld(a, x, y):
+def _meld(w, x, y):
     """One heap from roots x and y (either may be -1): the lower id on top."""
     if x < 0:
         return y
@@ -156,253 +217,485 @@ def _meld(a, x, y):
         return x
     if y < x:
         x, y = y, x
-    c = a.child[x]
-    a.next[y] = c
+    c = w.sb_child[x]
+    w.sb_next[y] = c
     if c >= 0:
-        a.prev[c] = y
-    a.prev[y] = x
-    a.child[x] = y
+        w.sb_prev[c] = y
+    w.sb_prev[y] = x
+    w.sb_child[x] = y
     return x
 
 
 @step
-def _merge_pairs(a, first):
+def _merge_pairs(w, first):
     """The heap made of sibling list ``first`` (a removed root's children):
     meld pairs left to right, then the results right to left."""
     acc = -1
     x = first
     while x >= 0:
-        y = a.next[x]
-        nxt = a.next[y] if y >= 0 else -1
-        a.next[x] = -1
-        a.prev[x] = -1
+        y = w.sb_next[x]
+        nxt = w.sb_next[y] if y >= 0 else -1
+        w.sb_next[x] = -1
+        w.sb_prev[x] = -1
         if y >= 0:
-            a.next[y] = -1
-            a.prev[y] = -1
-        m = _meld(a, x, y)
-        a.next[m] = acc  # a reversed list of the melded pairs
+            w.sb_next[y] = -1
+            w.sb_prev[y] = -1
+        m = _meld(w, x, y)
+        w.sb_next[m] = acc  # a reversed list of the melded pairs
         acc = m
         x = nxt
     root = -1
     while acc >= 0:
-        nxt = a.next[acc]
-        a.next[acc] = -1
-        root = _meld(a, root, acc)
+        nxt = w.sb_next[acc]
+        w.sb_next[acc] = -1
+        root = _meld(w, root, acc)
         acc = nxt
     if root >= 0:
-        a.prev[root] = -1
+        w.sb_prev[root] = -1
     return root
 
 
 @leaf
-def _unlink(a, s):
-    a.child[s] = -1
-    a.next[s] = -1
-    a.prev[s] = -1
+def _unlink(w, s):
+    w.sb_child[s] = -1
+    w.sb_next[s] = -1
+    w.sb_prev[s] = -1
 
 
 @step
-def heap_remove(a, b, s):
+def heap_remove(w, b, s):
     """Take slab s out of bin b's heap of non-full slabs."""
-    if a.root[b] == s:
-        a.root[b] = _merge_pairs(a, a.child[s])
+    if w.al_root[b] == s:
+        w.al_root[b] = _merge_pairs(w, w.sb_child[s])
     else:
-        p = a.prev[s]
-        nxt = a.next[s]
-        if a.child[p] == s:
-            a.child[p] = nxt
+        p = w.sb_prev[s]
+        nxt = w.sb_next[s]
+        if w.sb_child[p] == s:
+            w.sb_child[p] = nxt
         else:
-            a.next[p] = nxt
+            w.sb_next[p] = nxt
         if nxt >= 0:
-            a.prev[nxt] = p
-        a.root[b] = _meld(a, a.root[b], _merge_pairs(a, a.child[s]))
-    _unlink(a, s)
+            w.sb_prev[nxt] = p
+        w.al_root[b] = _meld(w, w.al_root[b], _merge_pairs(w, w.sb_child[s]))
+    _unlink(w, s)
 
 
 @leaf
-def heap_insert(a, b, s):
-    _unlink(a, s)
-    a.root[b] = _meld(a, a.root[b], s)
+def heap_insert(w, b, s):
+    _unlink(w, s)
+    w.al_root[b] = _meld(w, w.al_root[b], s)
 
 
 # ---- slabs -------------------------------------------------------------------------
 
 
 @step
-def _new_slab(a, b):
+def _new_slab(w, b):
     """A fresh slab for bin b (the lowest free id, or a new one); -1 if the arena
     is out of slab ids. Its pages come from the dirty ones first."""
-    n = a.n
-    if n[N_FREE_IDS] > 0:  # pop the min-heap of free ids
-        s = a.free_ids[0]
-        n[N_FREE_IDS] -= 1
-        last = a.free_ids[n[N_FREE_IDS]]
+    I = w.I
+    if I[AL_FREE_IDS] > 0:  # pop the min-heap of free ids
+        s = w.sb_free_ids[0]
+        I[AL_FREE_IDS] -= 1
+        n = I[AL_FREE_IDS]
+        last = w.sb_free_ids[n]
         i = 0
         while True:
             c = 2 * i + 1
-            if c >= n[N_FREE_IDS]:
+            if c >= n:
                 break
-            if c + 1 < n[N_FREE_IDS] and a.free_ids[c + 1] < a.free_ids[c]:
+            if c + 1 < n and w.sb_free_ids[c + 1] < w.sb_free_ids[c]:
                 c += 1
-            if a.free_ids[c] >= last:
+            if w.sb_free_ids[c] >= last:
                 break
-            a.free_ids[i] = a.free_ids[c]
+            w.sb_free_ids[i] = w.sb_free_ids[c]
             i = c
-        if n[N_FREE_IDS] > 0:
-            a.free_ids[i] = last
-    elif n[N_SLABS] < len(a.bin):
-        s = n[N_SLABS]
-        n[N_SLABS] += 1
+        if n > 0:
+            w.sb_free_ids[i] = last
+    elif I[AL_SLABS_MADE] < I[AL_MAX_SLABS]:
+        s = I[AL_SLABS_MADE]
+        I[AL_SLABS_MADE] += 1
     else:
+        I[AL_OVERRUN] = 1
         return -1
-    pages = a.slab_pages[b]
-    n[PAGES_DIRTY] -= min(pages, n[PAGES_DIRTY])
-    n[PAGES_ACTIVE] += pages
-    a.bin[s] = b
-    a.nfree[s] = a.nregs[b]
-    for k in range(SLAB_WORDS):
-        a.map[s * SLAB_WORDS + k] = 0
-    _unlink(a, s)
+    if I[AL_MAX_SLABS] - I[AL_SLABS_MADE] + I[AL_FREE_IDS] < I[AL_SPARE_LOW]:
+        I[AL_LOW] = 1  # Python grows the arrays at the next safe point
+        I[RNG_LOW] = 1  # ... which the kernel reaches by the check for refills
+    _take_pages(w, w.al_slab_pages[b])
+    w.sb_bin[s] = b
+    w.sb_nfree[s] = w.al_nregs[b]
+    w.al_curslabs[b] += 1
+    _unlink(w, s)
     return s
 
 
+@leaf
+def _take_pages(w, pages):
+    """A new slab or extent of ``pages`` pages: dirty ones are reused first."""
+    I = w.I
+    I[AL_PAGES_DIRTY] -= min(pages, I[AL_PAGES_DIRTY])
+    I[AL_PAGES_ACTIVE] += pages
+    I[AL_EXTENTS] += 1
+
+
+@leaf
+def _give_pages(w, pages):
+    """A slab or extent of ``pages`` pages is freed: they turn dirty."""
+    I = w.I
+    I[AL_PAGES_ACTIVE] -= pages
+    I[AL_PAGES_DIRTY] += pages
+    I[AL_EXTENTS] -= 1
+    if I[AL_DECAY_MS] == 0:  # dirty_decay_ms 0: purged at once
+        I[AL_PAGES_PURGED] += I[AL_PAGES_DIRTY]
+        I[AL_PAGES_DIRTY] = 0
+
+
 @step
-def _release_slab(a, s):
+def _release_slab(w, s):
     """Slab s is empty: its pages turn dirty, its id is free for the next slab."""
-    n = a.n
-    pages = a.slab_pages[a.bin[s]]
-    n[PAGES_ACTIVE] -= pages
-    n[PAGES_DIRTY] += pages
-    a.bin[s] = -1
-    i = n[N_FREE_IDS]  # push onto the min-heap of free ids
-    n[N_FREE_IDS] += 1
+    I = w.I
+    b = w.sb_bin[s]
+    _give_pages(w, w.al_slab_pages[b])
+    w.al_curslabs[b] -= 1
+    w.sb_bin[s] = -1
+    i = I[AL_FREE_IDS]  # push onto the min-heap of free ids
+    I[AL_FREE_IDS] += 1
     while i > 0:
         p = (i - 1) // 2
-        if a.free_ids[p] <= s:
+        if w.sb_free_ids[p] <= s:
             break
-        a.free_ids[i] = a.free_ids[p]
+        w.sb_free_ids[i] = w.sb_free_ids[p]
         i = p
-    a.free_ids[i] = s
+    w.sb_free_ids[i] = s
 
 
 # ---- malloc and free -------------------------------------------------------------------
 
 
 @step
-def arena_malloc(a, b):
-    """A region of bin b: ``slab * MAX_REGS + region``, or -1 if out of slabs."""
-    s = a.cur[b]
-    if s < 0 or a.nfree[s] == 0:  # slabcur full (it leaves for the full list)
-        s = a.root[b]
+def arena_malloc(w, b):
+    """A region of bin b: returns its slab, or -1 if out of slab ids."""
+    s = w.al_cur[b]
+    if s < 0 or w.sb_nfree[s] == 0:  # slabcur full (it leaves for the full list)
+        s = w.al_root[b]
         if s >= 0:
-            heap_remove(a, b, s)
+            heap_remove(w, b, s)
         else:
-            s = _new_slab(a, b)
+            s = _new_slab(w, b)
             if s < 0:
                 return -1
-        a.cur[b] = s
-    base = s * SLAB_WORDS
-    for k in range(SLAB_WORDS):  # lowest free region first
-        word = a.map[base + k]
-        if word != -1:
-            r = 0
-            while (word >> r) & 1:
-                r += 1
-            a.map[base + k] = word | (np.int64(1) << r)
-            a.nfree[s] -= 1
-            a.n[ALLOCATED] += a.reg_size[b]
-            return s * MAX_REGS + k * 64 + r
-    return -1  # unreachable: a slab with nfree > 0 has a free region
+        w.al_cur[b] = s
+    w.sb_nfree[s] -= 1
+    w.al_curregs[b] += 1
+    w.I[AL_ALLOCATED] += w.al_reg_size[b]
+    return s
 
 
 @step
-def arena_free(a, handle):
-    """Give back the region ``handle`` that ``arena_malloc`` returned."""
-    s = handle // MAX_REGS
-    r = handle % MAX_REGS
-    b = a.bin[s]
-    k = s * SLAB_WORDS + r // 64
-    a.map[k] = a.map[k] & ~(np.int64(1) << (r % 64))
-    a.nfree[s] += 1
-    a.n[ALLOCATED] -= a.reg_size[b]
-    if a.nfree[s] == a.nregs[b]:  # newly empty: dissociate it and give it back
-        if a.cur[b] == s:
-            a.cur[b] = -1
-        elif a.nregs[b] > 1:
-            heap_remove(a, b, s)
-        _release_slab(a, s)
-    elif a.nfree[s] == 1 and a.cur[b] != s:
+def arena_free(w, s):
+    """Give back a region of slab s."""
+    b = w.sb_bin[s]
+    w.sb_nfree[s] += 1
+    w.al_curregs[b] -= 1
+    w.I[AL_ALLOCATED] -= w.al_reg_size[b]
+    if w.sb_nfree[s] == w.al_nregs[b]:  # newly empty: dissociate it and give it back
+        if w.al_cur[b] == s:
+            w.al_cur[b] = -1
+        elif w.al_nregs[b] > 1:
+            heap_remove(w, b, s)
+        _release_slab(w, s)
+    elif w.sb_nfree[s] == 1 and w.al_cur[b] != s:
         # Newly non-full (a full slabcur just has room again): slabcur must stay
         # the lowest non-full slab.
-        cur = a.cur[b]
+        cur = w.al_cur[b]
         if cur > s:
-            if a.nfree[cur] > 0:
-                heap_insert(a, b, cur)
-            a.cur[b] = s
+            if w.sb_nfree[cur] > 0:
+                heap_insert(w, b, cur)
+            w.al_cur[b] = s
         else:
-            heap_insert(a, b, s)
+            heap_insert(w, b, s)
 
 
-def purge(a: Arena) -> int:
-    """``MEMORY PURGE``: every dirty page goes back to the OS; returns how many."""
-    pages = int(a.n[PAGES_DIRTY])
-    a.n[PAGES_DIRTY] = 0
+@leaf
+def zmalloc(w, n):
+    """Allocate ``n`` bytes as jemalloc would: a region of its size class, or a
+    large extent of whole pages. Returns the handle (0 for ``n`` ≤ 0)."""
+    if n <= 0:
+        return 0
+    if n <= SMALL_MAX:  # a table lookup, as jemalloc's sz_size2index_lookup
+        return arena_malloc(w, w.al_bin_of8[(n + 7) >> 3]) + 1  # 0 if out of slab ids
+    c = size_class(n, w.I[Q16])
+    pages = c // PAGE
+    _take_pages(w, pages)
+    w.I[AL_ALLOCATED] += c
+    return LARGE + pages
+
+
+@leaf
+def zfree(w, h):
+    """Free the allocation of handle ``h`` (0: nothing)."""
+    if h >= LARGE:
+        pages = h - LARGE
+        _give_pages(w, pages)
+        w.I[AL_ALLOCATED] -= pages * PAGE
+    elif h > 0:
+        arena_free(w, h - 1)
+
+
+@leaf
+def pair(lo, hi):
+    """Two handles in one int64 (``lo`` in the low 32 bits; ``hi`` must be a
+    small region's, < 2^31, so the int64 stays positive)."""
+    return lo | (hi << 32)
+
+
+@leaf
+def lo_handle(v):
+    return v & HANDLE_MASK
+
+
+@leaf
+def hi_handle(v):
+    return (v >> 32) & HANDLE_MASK
+
+
+# ---- purging ---------------------------------------------------------------------------
+
+
+@leaf
+def purge_all(w):
+    """``MEMORY PURGE`` (``arena.<i>.purge``): every dirty page goes back to the
+    OS; returns how many."""
+    I = w.I
+    pages = I[AL_PAGES_DIRTY]
+    I[AL_PAGES_DIRTY] = 0
+    I[AL_PAGES_PURGED] += pages
     return pages
 
 
-def stats(a: Arena) -> dict[str, int]:
-    """jemalloc's ``stats.allocated``, ``stats.active`` and ``stats.resident``
-    (bytes) for the small classes, and the slabs in use, full and empty."""
-    used = a.bin[: int(a.n[N_SLABS])] >= 0
-    nfree = a.nfree[: int(a.n[N_SLABS])][used]
+@step
+def arena_decay(w, epoch):
+    """jemalloc's decay at epoch ``epoch`` (time / (dirty_decay_ms / NSTEPS)):
+    advance the backlog of pages dirtied per epoch, and purge the dirty pages
+    above what the smootherstep still allows (``decay_maybe_advance_epoch``,
+    ``decay_backlog_npages_limit``, ``arena_decay_try_purge``). Returns the
+    pages purged."""
+    I = w.I
+    advance = epoch - I[AL_DECAY_EPOCH]
+    if advance <= 0:
+        return 0
+    I[AL_DECAY_EPOCH] = epoch
+    current = I[AL_PAGES_DIRTY]
+    last = SMOOTHSTEP_NSTEPS - 1
+    if advance >= SMOOTHSTEP_NSTEPS:
+        for i in range(last):
+            w.al_backlog[i] = 0
+    else:
+        for i in range(SMOOTHSTEP_NSTEPS - advance):
+            w.al_backlog[i] = w.al_backlog[i + advance]
+        for i in range(SMOOTHSTEP_NSTEPS - advance, last):
+            w.al_backlog[i] = 0
+    unpurged = I[AL_DECAY_UNPURGED]
+    w.al_backlog[last] = current - unpurged if current > unpurged else 0
+    total = 0
+    for i in range(SMOOTHSTEP_NSTEPS):
+        total += w.al_backlog[i] * w.al_h_steps[i]
+    limit = total >> SMOOTHSTEP_BFP
+    I[AL_DECAY_UNPURGED] = max(limit, current)
+    if current > limit:
+        I[AL_PAGES_DIRTY] = limit
+        I[AL_PAGES_PURGED] += current - limit
+        return current - limit
+    return 0
+
+
+@leaf
+def decay_cron(w):
+    """The background thread's purging, run from serverCron: the decay epoch of
+    the main thread's clock (``dirty_decay_ms / 200`` each)."""
+    ms = w.I[AL_DECAY_MS]
+    if ms > 0:
+        arena_decay(w, np.int64(w.F[T] * 1000.0 * SMOOTHSTEP_NSTEPS / ms))
+
+
+# ---- tables and configuration (Python) ---------------------------------------------------
+
+INTERNAL_REGIONS = {
+    8: 700, 16: 11900, 32: 5000, 48: 700, 64: 384, 80: 200, 96: 100, 112: 100, 128: 640,
+    160: 100, 192: 64, 224: 100, 256: 128, 320: 65, 384: 32, 448: 64, 512: 10, 640: 32,
+    768: 16, 1024: 10, 1280: 16, 1536: 10, 1792: 16, 2048: 10, 2560: 10, 3072: 10,
+    4096: 10, 8192: 10,
+}
+"""Regions in use per small class in an empty server, measured: Debian's 7.0.15
+(jemalloc 5.3, 16-B quantum) at startup, ``MEMORY MALLOC-STATS`` ``curregs``
+(Redis's own objects and the thread cache's stock; 990,432 B). Used for every
+version and quantum (a class missing from the 8-B quantum's list takes the next)."""
+INTERNAL_LARGE = (16384, 16384, 16384, 20480, 28672, 65536, 81920, 81920, 131072, 327680)
+"""Large extents of an empty server, bytes (same measurement; 786,432 B)."""
+STARTUP_RESIDENT = 4_591_616
+"""jemalloc ``stats.resident`` of that empty server, bytes: its active pages
+(1,921,024 B) plus metadata; the model's metadata base is what is left once its
+own startup pages and ``EXTENT_META`` per extent are counted."""
+
+
+def bins_table(quantum16: bool) -> dict[str, np.ndarray]:
+    """The ``al`` rows: each small class's region size, regions and pages per slab."""
+    classes = small_classes(quantum16)
+    pages = [slab_pages(c) for c in classes]
+    return {"reg_size": np.array(classes, np.int64), "slab_pages": np.array(pages, np.int64),
+            "nregs": np.array([p * PAGE // c for p, c in zip(pages, classes, strict=True)],
+                              np.int64)}
+
+
+def slabs_for(sizes: np.ndarray, counts: np.ndarray | None, quantum16: bool) -> int:
+    """Enough slabs for ``counts`` allocations of each of ``sizes`` bytes
+    (requests, rounded here) if they all lived at once: per bin, full slabs plus
+    one partly used."""
+    tab = bins_table(quantum16)
+    classes = tab["reg_size"]
+    sizes = np.asarray(sizes, np.int64)
+    counts = np.ones(len(sizes), np.int64) if counts is None else np.asarray(counts, np.int64)
+    per_bin = np.zeros(len(classes), np.int64)
+    for s, n in zip(sizes.tolist(), counts.tolist(), strict=True):
+        c = size_class(s, quantum16)
+        if 0 < c <= SMALL_MAX:
+            per_bin[int(np.searchsorted(classes, c))] += n
+    return int(np.sum(-(-per_bin // tab["nregs"]) + (per_bin > 0)))
+
+
+def new_arena(quantum16: bool, max_slabs: int):
+    """A stand-alone arena (for tests and sizing): a namedtuple with ``I`` and
+    ``F`` and every ``al`` field, empty, with room for ``max_slabs`` slabs."""
+    from collections import namedtuple
+
+    from redsim.model import state as S
+
+    fields = {f"al_{f}": v for f, v in _bins(quantum16).items()}
+    fields.update({f"sb_{f}": v for f, v in _slab_arrays(max_slabs).items()})
+    F, I = S.new_scalars()
+    I[S.Q16] = int(quantum16)
+    I[S.AL_MAX_SLABS] = max_slabs
+    I[S.AL_DECAY_MS] = 10_000
+    nt = namedtuple("StandaloneArena", ["F", "I", *fields])
+    return nt(F, I, **fields)
+
+
+def _bins(quantum16: bool) -> dict[str, np.ndarray]:
+    """Every ``al`` field of an empty arena."""
+    tab = bins_table(quantum16)
+    nb = len(tab["reg_size"])
+    by8 = np.array([bin_index(size_class(max(8 * i, 1), quantum16), quantum16)
+                    for i in range(SMALL_MAX // 8 + 1)], np.int64)
+    return dict(tab, bin_of8=by8, cur=np.full(nb, -1, np.int64), root=np.full(nb, -1, np.int64),
+                curregs=np.zeros(nb, np.int64), curslabs=np.zeros(nb, np.int64),
+                backlog=np.zeros(SMOOTHSTEP_NSTEPS, np.int64), h_steps=H_STEPS.copy())
+
+
+def _slab_arrays(n: int) -> dict[str, np.ndarray]:
+    """Every ``sb`` field for ``n`` free slab ids, the row fields stored by rows
+    (``state.row_table``: a slab's bin, free count and heap links share a cache
+    line, so a free of a random key's region costs one miss)."""
+    from redsim.model.state import row_table
+
+    rows = row_table("sb", {"bin": np.full(n, -1, np.int64), "nfree": np.zeros(n, np.int64),
+                            "child": np.full(n, -1, np.int64),
+                            "next": np.full(n, -1, np.int64),
+                            "prev": np.full(n, -1, np.int64)})
+    return dict(rows, free_ids=np.zeros(n, np.int64))
+
+
+def bin_of(a, size: int) -> int:
+    """The bin of an allocation of ``size`` bytes (Python)."""
+    return int(np.searchsorted(np.asarray(a.al_reg_size), size_class(size, bool(a.I[Q16]))))
+
+
+def stats(a) -> dict[str, int]:
+    """jemalloc's ``stats.allocated`` and ``stats.active`` (bytes) of the tracked
+    allocations, the dirty pages, and the slabs in use and full (Python)."""
+    n = int(a.I[AL_SLABS_MADE])
+    used = np.asarray(a.sb_bin[:n]) >= 0
+    nfree = np.asarray(a.sb_nfree[:n])[used]
     return {
-        "allocated": int(a.n[ALLOCATED]),
-        "active": int(a.n[PAGES_ACTIVE]) * PAGE,
-        "resident": int(a.n[PAGES_ACTIVE] + a.n[PAGES_DIRTY]) * PAGE,
+        "allocated": int(a.I[AL_ALLOCATED]),
+        "active": int(a.I[AL_PAGES_ACTIVE]) * PAGE,
+        "dirty": int(a.I[AL_PAGES_DIRTY]) * PAGE,
         "slabs": int(used.sum()),
         "slabs_full": int((nfree == 0).sum()),
     }
 
 
-# ---- dirty-page decay (jemalloc's decay.c) ---------------------------------------------
+def slab_table(a) -> dict[str, np.ndarray]:
+    """Per small class with slabs in use: region size, regions per slab, regions
+    in use, slabs in use, full and partly used slabs (``MEMORY MALLOC-STATS``'
+    bins table: ``curregs``, ``curslabs``, ``curslabs - nonfull_slabs``,
+    ``nonfull_slabs``)."""
+    n = int(a.I[AL_SLABS_MADE])
+    sb = np.asarray(a.sb_bin[:n])
+    used = sb >= 0
+    nb = len(a.al_reg_size)
+    full = np.bincount(sb[used], weights=(np.asarray(a.sb_nfree[:n])[used] == 0),
+                       minlength=nb).astype(np.int64)
+    slabs = np.bincount(sb[used], minlength=nb).astype(np.int64)
+    keep = slabs > 0
+    return {"size": np.asarray(a.al_reg_size)[keep], "regs": np.asarray(a.al_nregs)[keep],
+            "curregs": np.asarray(a.al_curregs)[keep], "curslabs": slabs[keep],
+            "full": full[keep], "nonfull": (slabs - full)[keep]}
 
 
-def decay_epoch(t_s: float, dirty_decay_ms: int) -> int:
-    """The decay epoch of time ``t_s``: jemalloc splits ``dirty_decay_ms`` into
-    ``SMOOTHSTEP_NSTEPS`` epochs."""
-    return int(t_s * 1000.0 * SMOOTHSTEP_NSTEPS // dirty_decay_ms)
+def slab_utilisation(a) -> np.ndarray:
+    """Per slab in use: the share of its regions in use, 0 < u ≤ 1."""
+    n = int(a.I[AL_SLABS_MADE])
+    sb = np.asarray(a.sb_bin[:n])
+    used = sb >= 0
+    nregs = np.asarray(a.al_nregs)[sb[used]]
+    return (nregs - np.asarray(a.sb_nfree[:n])[used]) / nregs
 
 
-@step
-def arena_decay(a, epoch):
-    """jemalloc's decay at epoch ``epoch`` (time / (dirty_decay_ms / NSTEPS)):
-    advance the backlog of pages dirtied per epoch, and purge the dirty pages
-    above what the smoothstep still allows (``decay_maybe_advance_epoch``,
-    ``decay_backlog_npages_limit``, ``arena_decay_try_purge``). Returns the
-    pages purged."""
-    n = a.n
-    advance = epoch - n[DECAY_EPOCH]
-    if advance <= 0:
-        return 0
-    n[DECAY_EPOCH] = epoch
-    current = n[PAGES_DIRTY]
-    last = SMOOTHSTEP_NSTEPS - 1
-    if advance >= SMOOTHSTEP_NSTEPS:
-        for i in range(last):
-            a.backlog[i] = 0
-    else:
-        for i in range(SMOOTHSTEP_NSTEPS - advance):
-            a.backlog[i] = a.backlog[i + advance]
-        for i in range(SMOOTHSTEP_NSTEPS - advance, last):
-            a.backlog[i] = 0
-    a.backlog[last] = current - n[DECAY_UNPURGED] if current > n[DECAY_UNPURGED] else 0
-    total = 0
-    for i in range(SMOOTHSTEP_NSTEPS):
-        total += a.backlog[i] * a.h_steps[i]
-    limit = total >> SMOOTHSTEP_BFP
-    n[DECAY_UNPURGED] = max(limit, current)
-    if current > limit:
-        n[PAGES_DIRTY] = limit
-        n[PAGES_PURGED] += current - limit
-        return current - limit
-    return 0
+def grow(world, extra: int):
+    """The same world with room for ``extra`` more slab ids (the kernel ran low,
+    ``AL_LOW``); the per-slab arrays are copied into larger ones. The caller must
+    ``pack`` the new world before the kernel runs again."""
+    n = len(world.sb_bin)
+    fresh = _slab_arrays(n + extra)
+    for f, arr in fresh.items():
+        arr[:n] = getattr(world, f"sb_{f}")
+    world.I[AL_MAX_SLABS] = n + extra
+    world.I[AL_LOW] = 0
+    return world._replace(**{f"sb_{f}": v for f, v in fresh.items()})
+
+
+def configure(b) -> None:
+    """The bins of the scenario's quantum, the decay time, and room for the slabs
+    the preload, the scenario's populate events and the run's spare will need
+    (``slabs_for``, from ``db.configure``'s ``slab_demand``). Needs ``conns`` and
+    ``max_pipeline``."""
+    from redsim.model import state as S
+
+    q16 = b.scenario.engine.allocator_quantum == 16
+    sizes, counts = b.extra.get("slab_demand", (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+    internal = slabs_for(np.array(list(INTERNAL_REGIONS)), np.array(
+        list(INTERNAL_REGIONS.values())), q16)
+    spare = 5 * b.size["conns"] * b.size["max_pipeline"] + 4096
+    n = internal + slabs_for(sizes, counts, q16) + 2 * spare
+    b.fill("al", **_bins(q16))
+    b.fill("sb", **_slab_arrays(n))
+    b.I[S.AL_MAX_SLABS] = n
+    b.I[S.AL_SPARE_LOW] = spare
+    b.I[S.AL_DECAY_MS] = 10_000
+
+
+def start(w, b) -> None:
+    """Redis's own allocations at startup (``INTERNAL_REGIONS``, ``INTERNAL_LARGE``),
+    made before any key, so that they pin their slabs as in Redis."""
+    sizes = np.repeat(np.array(list(INTERNAL_REGIONS), np.int64),
+                      list(INTERNAL_REGIONS.values()))
+    startup_allocs(pack(w), np.concatenate([sizes, np.array(INTERNAL_LARGE, np.int64)]))
+
+
+@entry
+def startup_allocs(world, sizes):
+    """Allocate ``sizes`` (bytes each), keeping no handle: allocations that live
+    as long as the server."""
+    w = as_world(world)
+    for i in range(len(sizes)):
+        zmalloc(w, sizes[i])

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from redsim.model import (
     aof,
+    arena,
     call,
     client_eviction,
     clients,
@@ -33,6 +34,7 @@ from redsim.model import (
     memory,
     protocol,
     rng,
+    rss,
 )
 from redsim.model import state as S
 from redsim.model.blueprint import Blueprint
@@ -45,6 +47,8 @@ STEPS = (
     call.configure,
     db.configure,  # decides key_rows (needs conns)
     memory.configure,
+    arena.configure,  # needs conns, max_pipeline and db's slab_demand
+    rss.configure,
     clients_cron.configure,
     client_eviction.configure,
     protocol.configure,
@@ -60,8 +64,9 @@ STEPS = (
 )
 """Every mechanism's configure step, in the order they run."""
 
-START = (db.start, aof.start)
-"""Steps that need the laid-out world, in order: preload, then the AOF's base."""
+START = (arena.start, rss.start, db.start, aof.start)
+"""Steps that need the laid-out world, in order: Redis's own allocations, the
+allocator's metadata base, the preload, then the AOF's base."""
 
 
 def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:

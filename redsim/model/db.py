@@ -42,10 +42,21 @@ import numpy as np
 
 from redsim.model import lfu
 from redsim.model.aof import feed_del
+from redsim.model.arena import zfree, zmalloc
 from redsim.model.cow import cow_touch
 from redsim.model.jit import entry, leaf, step
 from redsim.model.memory import POINTER, over_maxmemory_after_alloc, used_memory
-from redsim.model.objects import string_key_bytes
+from redsim.model.objects import (
+    alloc_key,
+    alloc_ttl,
+    alloc_value,
+    free_key,
+    free_ttl,
+    free_value,
+    prefetch_key_slabs,
+    prefetch_value_slabs,
+    string_key_bytes,
+)
 from redsim.model.state import (
     CHILD,
     CHILD_NONE,
@@ -53,7 +64,9 @@ from redsim.model.state import (
     KEY_ROW_ABSENT,
     KS_APPEND_EXPIRES,
     KS_BUCKETS,
+    KS_BUCKETS_H,
     KS_EXP_BUCKETS,
+    KS_EXP_BUCKETS_H,
     KS_EXPIRES,
     KS_FREE_LOW,
     KS_FREE_N,
@@ -88,6 +101,10 @@ FIELDS = (
     ("I", "KS_BUCKETS", "i8", "-", "state",
      "the main dict's buckets (its table size; 8 B each in used_memory)"),
     ("I", "KS_EXP_BUCKETS", "i8", "-", "state", "the expires dict's buckets (its table size)"),
+    ("I", "KS_BUCKETS_H", "i8", "-", "state",
+     "the main dict's bucket array in the arena (a handle)"),
+    ("I", "KS_EXP_BUCKETS_H", "i8", "-", "state",
+     "the expires dict's bucket array in the arena (a handle)"),
     ("I", "MEM_DATASET", "i8", "B", "state",
      "bytes the keys allocate (sum of ks cost: entries, keys, objects, values), B"),
     ("I", "LRU_CLOCK", "i8", "s", "state",
@@ -102,6 +119,9 @@ FIELDS = (
     ("I", "KS_ONCE_LO", "i8", "-", "config",
      "first key row of the write-once keys (rows below: the groups' key ids)"),
     ("I", "KS_FREE_N", "i8", "-", "state", "free write-once key rows on the ks free stack"),
+    ("I", "POP_LO", "i8", "-", "config",
+     "the key row of key:0, DEBUG POPULATE's first key (model/admin.py)"),
+    ("I", "POP_ROWS", "i8", "-", "config", "key rows for populated keys (the largest count)"),
     ("I", "KS_FREE_LOW", "i8", "-", "config",
      "low-water mark of free write-once rows: below it the kernel asks for more (KS_LOW)"),
     ("I", "KS_LOW", "i8", "-", "state",
@@ -181,6 +201,19 @@ def buckets_after_cron(used, size):
 
 
 @leaf
+def resize_table(w, size_at, handle_at, new):
+    """Give dict ``I[size_at]`` a table of ``new`` buckets: the new array is
+    allocated, then the old one freed (``dictExpand``/``dictResize``; 0 buckets:
+    no table, as after ``dictEmpty``)."""
+    I = w.I
+    if new != I[size_at]:
+        h = zmalloc(w, POINTER * new)
+        zfree(w, I[handle_at])
+        I[handle_at] = h
+        I[size_at] = new
+
+
+@leaf
 def key_cost(w, key_len, vlen, has_ttl):
     """Bytes a string key allocates; ``vlen`` < 0 is an integer value."""
     I = w.I
@@ -213,7 +246,8 @@ def expires_add(w, k):
     entry there moves to the end), so that their order is unrelated to expiry."""
     I = w.I
     n = I[KS_EXPIRES]
-    I[KS_EXP_BUCKETS] = buckets_after_add(w, n, I[KS_EXP_BUCKETS])
+    resize_table(w, KS_EXP_BUCKETS, KS_EXP_BUCKETS_H, buckets_after_add(w, n, I[KS_EXP_BUCKETS]))
+    alloc_ttl(w, k)
     j = n if I[KS_APPEND_EXPIRES] else ((k * 2654435761 + n * 40503) & 0x7FFFFFFF) % (n + 1)
     if j < n:
         other = w.ks_xdense[j]
@@ -234,6 +268,7 @@ def expires_remove(w, k):
     w.ks_xdense[p] = last
     w.ks_xpos[last] = p
     w.ks_xpos[k] = -1
+    free_ttl(w, k)
 
 
 @step
@@ -241,7 +276,9 @@ def db_add(w, k, key_len, vlen, expire):
     """Add absent key k (``dbAdd``, plus ``setExpire`` when it has a TTL)."""
     I = w.I
     has_ttl = expire != NO_TTL
-    I[KS_BUCKETS] = buckets_after_add(w, I[KS_KEYS], I[KS_BUCKETS])
+    resize_table(w, KS_BUCKETS, KS_BUCKETS_H, buckets_after_add(w, I[KS_KEYS], I[KS_BUCKETS]))
+    alloc_key(w, k, key_len)
+    alloc_value(w, k, vlen, I[SHARED_INTS])
     w.ks_pos[k] = I[KS_KEYS]
     w.ks_dense[I[KS_KEYS]] = k
     I[KS_KEYS] += 1
@@ -262,6 +299,7 @@ def db_add(w, k, key_len, vlen, expire):
 def db_delete(w, k):
     """Delete present key k (``dbSyncDelete``); returns the bytes freed."""
     I = w.I
+    prefetch_key_slabs(w, k)
     cost = w.ks_cost[k]
     I[MEM_DATASET] -= cost
     I[KS_KEYS] -= 1
@@ -271,6 +309,8 @@ def db_delete(w, k):
     w.ks_pos[last] = p
     if w.ks_xpos[k] >= 0:
         expires_remove(w, k)
+    free_value(w, k)
+    free_key(w, k)
     w.ks_cost[k] = 0
     cow_touch(w, k, 0)  # the entry is unlinked from its bucket chain and freed
     if k >= I[KS_ONCE_LO]:  # a write-once key's row is free for the next new name
@@ -304,12 +344,14 @@ def set_key(w, k, key_len, vlen, ttl):
         db_add(w, k, key_len, vlen, expire)
         return
     # dbOverwrite keeps the key and its dictEntry, and replaces the value.
+    prefetch_value_slabs(w, k)
     had_ttl = w.ks_expire[k] != NO_TTL
     has_ttl = expire != NO_TTL
     if has_ttl and not had_ttl:
         expires_add(w, k)
     elif had_ttl and not has_ttl:
         expires_remove(w, k)
+    alloc_value(w, k, vlen, I[SHARED_INTS])
     cost = key_cost(w, key_len, vlen, has_ttl)
     I[MEM_DATASET] += cost - w.ks_cost[k]
     w.ks_cost[k] = cost
@@ -365,8 +407,9 @@ def resize_dicts(w):
     I = w.I
     if I[CHILD] != CHILD_NONE:
         return
-    I[KS_BUCKETS] = buckets_after_cron(I[KS_KEYS], I[KS_BUCKETS])
-    I[KS_EXP_BUCKETS] = buckets_after_cron(I[KS_EXPIRES], I[KS_EXP_BUCKETS])
+    resize_table(w, KS_BUCKETS, KS_BUCKETS_H, buckets_after_cron(I[KS_KEYS], I[KS_BUCKETS]))
+    resize_table(w, KS_EXP_BUCKETS, KS_EXP_BUCKETS_H,
+                 buckets_after_cron(I[KS_EXPIRES], I[KS_EXP_BUCKETS]))
 
 
 @entry
@@ -421,32 +464,55 @@ def configure(b) -> None:
     its dicts' entry lists, its generator and LRU clock, and the preload plan
     (``preload.plan``; applied by ``start``). Needs ``conns`` and
     ``max_pipeline``; gives ``key_rows`` and ``hot_keys``."""
-    from redsim.model import preload
+    from redsim.model import admin, preload
     from redsim.model import state as S
     from redsim.model.rng import server_seeds
 
     sc = b.scenario
     n_hot = max(grp.keyspace.keys for grp in sc.clients)
+    n_pop = admin.populate_rows(sc)  # key:0 .. key:<n-1> of DEBUG POPULATE, after them
     plans = preload.plan(sc, b.seed)
     once_pre, once_spare, once_low = preload.write_once_rows(plans, sc, b.size["conns"],
                                                              b.size["max_pipeline"])
-    n_keys = n_hot + once_pre + once_spare
+    n_keys = n_hot + n_pop + once_pre + once_spare
     # Every row starts absent; flatten fills the key table from these broadcasts.
     b.fill("ks", **{f: np.broadcast_to(np.asarray(v), (n_keys,))
                     for f, v in S.KEY_ROW_ABSENT.items()},
            dense=np.zeros(n_keys, np.int64), xdense=np.zeros(n_keys, np.int64),
-           free=np.zeros(max(n_keys - n_hot, 1), np.int64))
-    b.I[S.KS_ONCE_LO] = n_hot
+           free=np.zeros(max(n_keys - n_hot - n_pop, 1), np.int64))
+    b.I[S.POP_LO] = n_hot
+    b.I[S.POP_ROWS] = n_pop
+    b.I[S.KS_ONCE_LO] = n_hot + n_pop
     b.I[S.KS_FREE_LOW] = once_low
     b.I[S.KS_RNG1], b.I[S.KS_RNG2] = server_seeds(b.seed)
     b.I[S.LRU_CLOCK] = LRU_CLOCK_START
     b.I[S.KEY_LEN] = sc.clients[0].key_size
     b.extra["preload"] = plans
-    b.size.update(key_rows=n_keys, hot_keys=n_hot)
+    sizes, counts = _slab_demand(plans)
+    pop_sizes, pop_counts = admin.populate_demand(sc)
+    b.extra["slab_demand"] = (np.concatenate([sizes, pop_sizes]),
+                              np.concatenate([counts, pop_counts]))
+    b.size.update(key_rows=n_keys, hot_keys=n_hot, once_lo=n_hot + n_pop)
+
+
+def _slab_demand(plans) -> tuple[np.ndarray, np.ndarray]:
+    """The preloaded keys' allocations (``objects.key_requests``), for sizing
+    the arena's slab arrays."""
+    from redsim.model.objects import key_requests
+
+    sizes, counts = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for p in plans:
+        if p is None:
+            continue
+        for vlens, expires in ((p.vlens, p.expires), (p.once_vlens, p.once_expires)):
+            s, c = key_requests(p.key_len, vlens, int(np.isfinite(expires).sum()))
+            sizes.append(s)
+            counts.append(c)
+    return np.concatenate(sizes), np.concatenate(counts)
 
 
 def start(w, b) -> None:
     """Place the preloaded keys (``preload.apply``) in the laid-out world."""
     from redsim.model import preload
 
-    preload.apply(w, b.extra["preload"], b.scenario, b.seed, b.size["hot_keys"])
+    preload.apply(w, b.extra["preload"], b.scenario, b.seed, b.size["once_lo"])

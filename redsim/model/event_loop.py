@@ -76,7 +76,9 @@ timer due exactly at a poll runs after that poll's file events.
 from __future__ import annotations
 
 from redsim.model import client_close, client_memory, clients_cron, events
+from redsim.model.admin import admin_command
 from redsim.model.aof import aof_cron, flush_append_only_file
+from redsim.model.arena import decay_cron
 from redsim.model.call import call, pick_key, pick_write_key, value_size
 from redsim.model.client_eviction import evict_clients
 from redsim.model.client_memory import PROTO_REPLY_CHUNK_BYTES, REPLY_NODE_USABLE
@@ -91,6 +93,7 @@ from redsim.model.gauges import snapshot_gauges
 from redsim.model.jit import entry, leaf, step
 from redsim.model.main_thread import busy
 from redsim.model.memory import used_memory
+from redsim.model.objects import prefetch_value_slabs
 from redsim.model.protocol import (
     big_args,
     bulk_too_long,
@@ -101,6 +104,7 @@ from redsim.model.protocol import (
 from redsim.model.ring import wrap
 from redsim.model.rng import exponential, uniform
 from redsim.model.state import (
+    ADMIN_REQ,
     AOF_ON,
     BATCHING,
     C_ACCEPT,
@@ -535,7 +539,7 @@ def client_event(w, te, kind, ident):
         key = w.cn_next_key[ident]
         if key >= 0:
             prefetch(w.ks_cost, key)
-            prefetch(w.ks_expire, key)  # a row can straddle two cache lines
+            prefetch(w.ks_attl, key)  # the row's last field: a row can straddle two lines
     else:
         handle_event(w, kind, ident, te)
 
@@ -580,6 +584,7 @@ def server_cron(w):
         charge_cow(w)
     I[LRU_CLOCK] = (int(F[T]) + LRU_CLOCK_START) & LRU_CLOCK_MAX  # server.lruclock, 1 s
     resize_dicts(w)  # databasesCron
+    decay_cron(w)  # jemalloc's background thread purges dirty pages as epochs pass
     persistence_cron(w)  # a finished child, save points, AOF rewrite
     aof_cron(w)  # a postponed AOF flush
     F[CRON_WHEN] = F[T] + 1.0 / hz
@@ -667,10 +672,18 @@ def run(world, t_stop):
         I[READY_PASS] = I[READY_N]
         while I[READY_PASS] > 0:
             I[READY_PASS] -= 1
-            read_query_from_client(w, ready_pop(w))
+            c = ready_pop(w)
+            if I[READY_PASS] > 0:  # the next one's key row is in cache by now (its
+                # arrival prefetched it): start loading the slabs a write frees
+                nxt_key = w.cn_next_key[w.ready[I[READY_HEAD]]]
+                if nxt_key >= 0:
+                    prefetch_value_slabs(w, nxt_key)
+            read_query_from_client(w, c)
         # Time events, newest timer first (ae inserts at the list head).
         if I[FORK_REQ]:  # a scenario event's BGSAVE / BGREWRITEAOF, read with the rest
             fork_command(w)
+        if I[ADMIN_REQ]:  # a scenario event's DEBUG POPULATE, DEL, FLUSHALL, MEMORY PURGE
+            admin_command(w)
         if I[EV_TIMER]:
             result, spent = perform_evictions(w)
             busy(w, W_CPU_EVICTION, spent)

@@ -64,7 +64,7 @@ from redsim.model import aof, disk, latency
 from redsim.model.cow import cow_bytes
 from redsim.model.jit import entry, step
 from redsim.model.main_thread import busy
-from redsim.model.memory import used_memory
+from redsim.model.rss import used_memory_rss
 from redsim.model.state import (
     AOF_BASE,
     AOF_ON,
@@ -208,7 +208,7 @@ def redis_fork(w, child_type):
         return False
     if child_type == CHILD_AOF:
         aof.flush_append_only_file(w, True)  # 7.x: the INCR file starts from here
-    rss = used_memory(w)
+    rss = used_memory_rss(w)  # fork() copies the page tables of the resident pages
     mapped = rss / PTES_PER_PMD if I[HEAP_HUGE] else rss
     spent = F[FORK_FIXED] + mapped * F[FORK_PER_BYTE]
     t0 = F[T]

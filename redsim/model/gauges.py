@@ -11,6 +11,12 @@ from __future__ import annotations
 
 from redsim.model.jit import entry, leaf
 from redsim.model.memory import clients_memory, used_memory
+from redsim.model.rss import (
+    allocator_active,
+    allocator_allocated,
+    allocator_resident,
+    used_memory_rss,
+)
 from redsim.model.state import (
     AOF_BUF,
     AOF_SIZE,
@@ -33,6 +39,9 @@ from redsim.model.state import (
     SNAP_WIN,
     T_NEXT_SNAP,
     W_HZ,
+    WI_AL_ACTIVE,
+    WI_AL_ALLOCATED,
+    WI_AL_RESIDENT,
     WI_AOF_BUF,
     WI_AOF_SIZE,
     WI_BUCKETS,
@@ -45,6 +54,7 @@ from redsim.model.state import (
     WI_KEYS,
     WI_MEM_CLIENTS,
     WI_MEM_CLIENTS_INFO,
+    WI_RSS,
     WI_USED_MEMORY,
 )
 from redsim.model.world import as_world
@@ -62,6 +72,10 @@ def snapshot_gauges(w, te):
         w.rc_wi[cell(I, WI_IN_FLIGHT, k)] = I[IN_FLIGHT]
         w.rc_wf[cell(I, W_HZ, k)] = I[HZ]
         w.rc_wi[cell(I, WI_USED_MEMORY, k)] = used_memory(w)
+        w.rc_wi[cell(I, WI_RSS, k)] = used_memory_rss(w)
+        w.rc_wi[cell(I, WI_AL_ALLOCATED, k)] = allocator_allocated(w)
+        w.rc_wi[cell(I, WI_AL_ACTIVE, k)] = allocator_active(w)
+        w.rc_wi[cell(I, WI_AL_RESIDENT, k)] = allocator_resident(w)
         w.rc_wi[cell(I, WI_KEYS, k)] = I[KS_KEYS]
         w.rc_wi[cell(I, WI_EXPIRES, k)] = I[KS_EXPIRES]
         w.rc_wi[cell(I, WI_BUCKETS, k)] = I[KS_BUCKETS] + I[KS_EXP_BUCKETS]

@@ -21,15 +21,33 @@ Reference §3.4–3.5 (64-bit, no cluster mode), every allocation rounded by
 - a TTL adds one more ``dictEntry`` in the expires dict (the key sds is shared).
 
 Bucket arrays (8 bytes per bucket, a power of two) are per dict, not per key:
-see ``keyspace``.
+see ``db.py``.
+
+Each of those allocations is also placed in jemalloc's arena (``arena.py``) and
+remembered in the key's row (``akey``, ``aval``, ``attl``), so that freeing a
+key frees the regions it holds in the slabs it holds them in. A value is
+allocated before the old one is freed (``dbOverwrite`` frees the old value once
+the new one is in place).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from redsim.model.arena import LARGE, hi_handle, lo_handle, pair, zfree, zmalloc
 from redsim.model.jemalloc import size_class
 from redsim.model.jit import entry, leaf
+from redsim.model.world import prefetch
+
+# The kernel state this module owns; model/state.py lays it out (model/layout.py
+# says what each entry holds: where, name, dtype, unit, kind, doc).
+FIELDS = (
+    ("ks", "akey", "i8", "-", "state",
+     "the key's sds and dictEntry in the arena: two arena handles (low, high 32 bits)"),
+    ("ks", "aval", "i8", "-", "state",
+     "its value: a raw value's sds and the robj or embstr (two arena handles)"),
+    ("ks", "attl", "i8", "-", "state", "its expires dictEntry (an arena handle), 0 if no TTL"),
+)
 
 DICT_ENTRY = 24  # bytes: key pointer, value union, next pointer (src/dict.h)
 ROBJ = 16  # bytes: type/encoding/lru (4) + refcount (4) + ptr (8) (src/server.h)
@@ -56,15 +74,23 @@ def sds_bytes(length, for_key, quantum16):
 
 
 @leaf
-def value_bytes(length, integer, shared, quantum16):
-    """Allocated bytes of a string value of ``length`` bytes. ``integer``: the
-    value is an integer that fits in a long (INCR counters); ``shared``: such
-    small integers may use Redis's shared objects (no LRU/LFU eviction)."""
+def value_requests(length, integer, shared):
+    """The allocations of a string value of ``length`` bytes, requested bytes:
+    (object, separate sds), 0 for none. ``integer``: the value is an integer
+    that fits in a long (INCR counters); ``shared``: such small integers may use
+    Redis's shared objects (no LRU/LFU eviction)."""
     if integer:
-        return 0 if shared else size_class(ROBJ, quantum16)
+        return (0 if shared else ROBJ), 0
     if length <= EMBSTR_LIMIT:
-        return size_class(ROBJ + 3 + length + 1, quantum16)
-    return size_class(ROBJ, quantum16) + sds_bytes(length, False, quantum16)
+        return ROBJ + 3 + length + 1, 0
+    return ROBJ, sds_header(length, False) + length + 1
+
+
+@leaf
+def value_bytes(length, integer, shared, quantum16):
+    """Allocated bytes of a string value of ``length`` bytes (``value_requests``)."""
+    obj, sds = value_requests(length, integer, shared)
+    return size_class(obj, quantum16) + size_class(sds, quantum16)
 
 
 @leaf
@@ -85,3 +111,100 @@ def string_keys_bytes(key_len, vlens, has_ttl, quantum16):
     for i in range(len(vlens)):
         out[i] = string_key_bytes(key_len, vlens[i], False, False, has_ttl, quantum16)
     return out
+
+
+# ---- the arena's view: allocate and free a key's objects --------------------------------
+
+
+@leaf
+def _prefetch_slab(w, h):
+    if 0 < h < LARGE:
+        prefetch(w.sb_bin, h - 1)
+
+
+@leaf
+def prefetch_value_slabs(w, k):
+    """Start loading the slab rows key k's value lives in: a free of a random key's
+    region misses the cache, and starting the misses together overlaps them."""
+    v = w.ks_aval[k]
+    _prefetch_slab(w, lo_handle(v))
+    _prefetch_slab(w, hi_handle(v))
+
+
+@leaf
+def prefetch_key_slabs(w, k):
+    """``prefetch_value_slabs`` and the slabs of its entry, key sds and TTL entry."""
+    prefetch_value_slabs(w, k)
+    v = w.ks_akey[k]
+    _prefetch_slab(w, lo_handle(v))
+    _prefetch_slab(w, hi_handle(v))
+    _prefetch_slab(w, w.ks_attl[k])
+
+
+@leaf
+def alloc_key(w, k, key_len):
+    """``dbAdd``'s dictEntry and key sds (``sdsdup``) for key k."""
+    entry = zmalloc(w, DICT_ENTRY)
+    # The handle that may be a large extent goes low: a high one must stay < 2^31.
+    w.ks_akey[k] = pair(zmalloc(w, sds_header(key_len, True) + key_len + 1), entry)
+
+
+@leaf
+def free_key(w, k):
+    v = w.ks_akey[k]
+    zfree(w, lo_handle(v))
+    zfree(w, hi_handle(v))
+    w.ks_akey[k] = 0
+
+
+@leaf
+def alloc_value(w, k, vlen, shared):
+    """A new value object for key k (``vlen`` < 0: an integer); the old one, if
+    any, is freed after it."""
+    obj, sds = value_requests(vlen if vlen > 0 else 0, vlen < 0, shared)
+    h_obj = zmalloc(w, obj)
+    old = w.ks_aval[k]
+    w.ks_aval[k] = pair(zmalloc(w, sds), h_obj)
+    if old != 0:
+        zfree(w, lo_handle(old))
+        zfree(w, hi_handle(old))
+
+
+@leaf
+def free_value(w, k):
+    v = w.ks_aval[k]
+    zfree(w, lo_handle(v))
+    zfree(w, hi_handle(v))
+    w.ks_aval[k] = 0
+
+
+@leaf
+def alloc_ttl(w, k):
+    """``setExpire``'s dictEntry in the expires dict."""
+    w.ks_attl[k] = zmalloc(w, DICT_ENTRY)
+
+
+@leaf
+def free_ttl(w, k):
+    zfree(w, w.ks_attl[k])
+    w.ks_attl[k] = 0
+
+
+def key_requests(key_len: int, vlens: np.ndarray, n_ttl: int) -> tuple[np.ndarray, np.ndarray]:
+    """The small allocations (requested bytes, how many of each) of string keys
+    with values of ``vlens`` bytes, ``n_ttl`` of them with a TTL: what the arena's
+    slab arrays are sized for (``arena.slabs_for``; large ones need no slab)."""
+    from redsim.model.arena import SMALL_MAX
+
+    vl = np.asarray(vlens, np.int64)
+    embstr = vl <= EMBSTR_LIMIT
+    obj = np.where(embstr, ROBJ + 3 + vl + 1, ROBJ)
+    sds = (np.where(vl < 256, 3, np.where(vl < 65536, 5, 9)) + vl + 1)[~embstr]
+    counts = (np.bincount(obj, minlength=SMALL_MAX + 1)[: SMALL_MAX + 1]
+              + np.bincount(sds[sds <= SMALL_MAX], minlength=SMALL_MAX + 1))
+    key = int(sds_header(key_len, True)) + key_len + 1
+    counts[DICT_ENTRY] += len(vl) + n_ttl
+    if key <= SMALL_MAX:
+        counts[key] += len(vl)
+    sizes = np.flatnonzero(counts)
+    return sizes.astype(np.int64), counts[sizes].astype(np.int64)

@@ -44,7 +44,9 @@ from redsim.model import layout as _layout
 OWNERS = (
     "model.main_thread", "model.event_loop", "model.clients", "model.client_memory",
     "model.clients_cron", "model.client_close", "model.client_eviction", "model.protocol",
-    "model.call", "model.db", "model.memory", "model.eviction", "model.lfu", "model.expire",
+    "model.call", "model.db", "model.objects", "model.arena", "model.rss", "model.admin",
+    "model.memory",
+    "model.eviction", "model.lfu", "model.expire",
     "model.aof", "model.disk", "model.fork", "model.cow", "model.latency", "model.events",
     "model.heap", "model.wheel", "model.rng", "observe.bins",
 )
@@ -57,6 +59,8 @@ PARTS = (
     ("gp", "Groups", False, "a client group of the scenario"),
     ("tb", "Tables", False, "read-only tables (commands, mixes, profiles, traces, CDFs)"),
     ("ks", "Keys", True, "a key id of db 0 (every group's key k is the same key)"),
+    ("al", "Arena", False, "a jemalloc bin (a small size class), and the decay's backlog"),
+    ("sb", "Slabs", True, "a slab id of jemalloc's arena (its bin, free regions, heap links)"),
     ("ep", "EvPool", False, "an entry of the eviction pool (EvictionPoolLRU, 16 entries)"),
     ("hp", "Heap", True, "an entry of the client-side event heap"),
     ("wh", "Wheel", True, "an entry of the timing wheel"),
@@ -150,9 +154,11 @@ DIST_LOGNORMAL = 3
 DIST_EMPIRICAL = 4
 EMP_MAX_POINTS = 1001  # most points in one empirical table (config/schema.py)
 
-Conns, Reqs, Pools, Groups, Tables, Keys, EvPool, Heap, Wheel, Lines, Rng, Pages, Rec = (
+(Conns, Reqs, Pools, Groups, Tables, Keys, Arena, Slabs, EvPool, Heap, Wheel, Lines, Rng, Pages,
+ Rec) = (
     namedtuple(name, [f.name for f in LAYOUT.parts[pre]]) for pre, name, _rows, _doc in PARTS)
-KEY_ROW_ABSENT = {"cost": 0, "vlen": 0, "lru": 0, "expire": np.inf, "pos": 0, "xpos": -1}
+KEY_ROW_ABSENT = {"cost": 0, "vlen": 0, "lru": 0, "expire": np.inf, "pos": 0, "xpos": -1,
+                  "akey": 0, "aval": 0, "attl": 0}
 """The row fields of a key id with no key (``cost`` 0: absent)."""
 
 # The kernel sees one flat record: every field of the parts above, prefixed

@@ -1,0 +1,208 @@
+"""Commands a scenario's events send to the server: DEBUG POPULATE, DEL of a key
+pattern, FLUSHALL and MEMORY PURGE.
+
+Follows ``src/debug.c:debugCommand`` (``DEBUG POPULATE count prefix size``: keys
+``key:0`` .. ``key:<count-1>``, values ``value:<i>`` padded to ``size`` bytes,
+existing keys skipped), ``src/db.c:delCommand``, ``src/db.c:flushallCommand``
+(7.0: ``emptyData``, the dicts' tables freed) and ``src/object.c:memoryCommand``
+(``MEMORY PURGE``: jemalloc's ``arena.<i>.purge``). Like BGSAVE, an event's
+command is read with the main thread's next file events and runs there,
+blocking it for its whole length.
+
+No Redis source for the key patterns: ``del`` deletes, in ascending order of the
+key's number, the odd-, even- or every k-th numbered keys, the first (lowest
+numbered) fraction of them, or each with a given probability (the keyspace's
+own generator), of the populated keys (``key:<i>``
+is number i) or of one client group's key ids; each as a client sending ``DEL``
+one key at a time would, at the DEL command's cost.
+
+Deviations: the DELs of a pattern run back to back as one blocking command
+(a client would send them interleaved with other traffic); FLUSHALL's
+synchronous save when save points are set is not modelled (an empty dataset
+saves in well under a millisecond); MEMORY PURGE costs no main-thread time
+(its ``madvise`` calls are in the OS, not measured).
+"""
+
+from __future__ import annotations
+
+from redsim.model.aof import feed_del
+from redsim.model.arena import purge_all
+from redsim.model.commands import COMMAND_IDS
+from redsim.model.db import NO_TTL, db_add, db_delete, key_exists, resize_table
+from redsim.model.jit import leaf, step
+from redsim.model.main_thread import busy
+from redsim.model.protocol import digits
+from redsim.model.rng import server_uniform
+from redsim.model.state import (
+    ADMIN_ARG,
+    ADMIN_FRACTION,
+    ADMIN_HI,
+    ADMIN_LO,
+    ADMIN_N,
+    ADMIN_REQ,
+    KS_BUCKETS,
+    KS_BUCKETS_H,
+    KS_EXP_BUCKETS,
+    KS_EXP_BUCKETS_H,
+    KS_KEYS,
+    POP_LO,
+    POP_ROWS,
+    W_CPU_COMMANDS,
+)
+
+# The kernel state this module owns; model/state.py lays it out (model/layout.py
+# says what each entry holds: where, name, dtype, unit, kind, doc).
+FIELDS = (
+    ("I", "ADMIN_REQ", "i8", "-", "state",
+     "an event's command waiting for the next file events: 0 none, else an ADMIN_* code"),
+    ("I", "ADMIN_N", "i8", "-", "state", "populate: keys; del: the pattern (DEL_*)"),
+    ("I", "ADMIN_ARG", "i8", "-", "state", "populate: value size, B; del every: k"),
+    ("I", "ADMIN_LO", "i8", "-", "state", "del: the first key row of the keys it numbers"),
+    ("I", "ADMIN_HI", "i8", "-", "state", "del: one past their last key row"),
+    ("F", "ADMIN_FRACTION", "f8", "-", "state", "del random: each key's probability"),
+)
+
+ADMIN_POPULATE = 1
+ADMIN_DEL = 2
+ADMIN_FLUSHALL = 3
+ADMIN_PURGE = 4
+ADMIN_CODES = {"populate": ADMIN_POPULATE, "del": ADMIN_DEL, "flushall": ADMIN_FLUSHALL,
+               "memory-purge": ADMIN_PURGE}
+DEL_ODD = 0
+DEL_EVEN = 1
+DEL_EVERY = 2
+DEL_RANDOM = 3
+DEL_FIRST = 4
+DEL_PATTERNS = {"odd": DEL_ODD, "even": DEL_EVEN, "every": DEL_EVERY, "random": DEL_RANDOM,
+                "first": DEL_FIRST}
+KEY_PREFIX = 4  # "key:"
+VALUE_PREFIX = 6  # "value:"
+SET = COMMAND_IDS["SET"]
+DEL = COMMAND_IDS["DEL"]
+
+
+@leaf
+def _cost(w, cmd, nbytes):
+    return w.tb_cmd_fixed[cmd] + w.tb_cmd_per_byte[cmd] * nbytes
+
+
+@step
+def populate(w, n, size):
+    """``DEBUG POPULATE n key size``; returns the main-thread seconds it took."""
+    I = w.I
+    spent = 0.0
+    for i in range(min(n, I[POP_ROWS])):
+        k = I[POP_LO] + i
+        if key_exists(w, k):
+            continue
+        vlen = max(size, VALUE_PREFIX + digits(i))
+        db_add(w, k, KEY_PREFIX + digits(i), vlen, NO_TTL)
+        spent += _cost(w, SET, vlen)
+    return spent
+
+
+@leaf
+def _chosen(w, i, n, pattern, every, fraction):
+    """Whether key number ``i`` of ``n`` is deleted."""
+    if pattern == DEL_ODD:
+        return i % 2 == 1
+    if pattern == DEL_EVEN:
+        return i % 2 == 0
+    if pattern == DEL_EVERY:
+        return i % every == 0
+    if pattern == DEL_FIRST:
+        return i < fraction * n
+    return server_uniform(w) < fraction
+
+
+@step
+def delete_pattern(w, lo, hi, pattern, every, fraction):
+    """``DEL`` of the keys of rows ``lo`` .. ``hi - 1`` the pattern picks, in
+    order; returns the main-thread seconds it took."""
+    spent = 0.0
+    for k in range(lo, hi):
+        if key_exists(w, k) and _chosen(w, k - lo, hi - lo, pattern, every, fraction):
+            db_delete(w, k)
+            feed_del(w)
+            spent += _cost(w, DEL, 0)
+    return spent
+
+
+@step
+def flushall(w):
+    """``FLUSHALL`` (synchronous): every key freed, then the dicts' tables."""
+    I = w.I
+    spent = 0.0
+    while I[KS_KEYS] > 0:
+        db_delete(w, w.ks_dense[I[KS_KEYS] - 1])
+        spent += _cost(w, DEL, 0)
+    resize_table(w, KS_BUCKETS, KS_BUCKETS_H, 0)
+    resize_table(w, KS_EXP_BUCKETS, KS_EXP_BUCKETS_H, 0)
+    feed_del(w)
+    return spent
+
+
+@step
+def admin_command(w):
+    """Run the event's command that is waiting (``ADMIN_REQ``)."""
+    I = w.I
+    req = I[ADMIN_REQ]
+    I[ADMIN_REQ] = 0
+    spent = 0.0
+    if req == ADMIN_POPULATE:
+        spent = populate(w, I[ADMIN_N], I[ADMIN_ARG])
+    elif req == ADMIN_DEL:
+        spent = delete_pattern(w, I[ADMIN_LO], I[ADMIN_HI], I[ADMIN_N], I[ADMIN_ARG],
+                               w.F[ADMIN_FRACTION])
+    elif req == ADMIN_FLUSHALL:
+        spent = flushall(w)
+    elif req == ADMIN_PURGE:
+        purge_all(w)
+    busy(w, W_CPU_COMMANDS, spent)
+
+
+# ---- configuration and requests (Python) -----------------------------------------------
+
+
+def populate_rows(scenario) -> int:
+    """Key rows DEBUG POPULATE needs: the largest count of the scenario's events."""
+    return max((int(ev.keys) for ev in scenario.events if ev.do == "populate"), default=0)
+
+
+def populate_demand(scenario):
+    """The allocations of the populate events' keys (``objects.key_requests``)."""
+    import numpy as np
+
+    from redsim.model.objects import key_requests
+
+    sizes, counts = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for ev in scenario.events:
+        if ev.do == "populate":
+            i = np.arange(int(ev.keys))
+            vlens = np.maximum(int(ev.value_size), VALUE_PREFIX + np.char.str_len(
+                i.astype(str)))
+            s, c = key_requests(KEY_PREFIX + len(str(max(int(ev.keys) - 1, 0))), vlens, 0)
+            sizes.append(s)
+            counts.append(c)
+    return np.concatenate(sizes), np.concatenate(counts)
+
+
+def request(world, event, scenario) -> None:
+    """Queue a scenario event's command for the main thread's next file events."""
+    from redsim.model import state as S
+
+    I = world.I
+    I[S.ADMIN_REQ] = ADMIN_CODES[event.do]
+    if event.do == "populate":
+        I[S.ADMIN_N] = int(event.keys)
+        I[S.ADMIN_ARG] = int(event.value_size)
+    elif event.do == "del":
+        I[S.ADMIN_N] = DEL_PATTERNS[event.pattern]
+        I[S.ADMIN_ARG] = int(event.every or 1)
+        world.F[S.ADMIN_FRACTION] = float(event.fraction or 0.0)
+        if event.group is None:
+            I[S.ADMIN_LO] = I[S.POP_LO]
+            I[S.ADMIN_HI] = I[S.POP_LO] + I[S.POP_ROWS]
+        else:
+            grp = next(g for g in scenario.clients if g.name == event.group)
+            I[S.ADMIN_LO], I[S.ADMIN_HI] = 0, int(grp.keyspace.keys)
