@@ -53,6 +53,9 @@ def summary_table(summary: dict) -> str:
                     for k in ("iteration", "cron", "connections", "eviction"))),
         ("used_memory end / peak", " / ".join(
             f"{summary[k] / 2**20:,.1f}" for k in ("used_memory_end", "used_memory_peak")) + " MB"),
+        ("used_memory_rss end / peak", " / ".join(
+            f"{summary[k] / 2**20:,.1f}" for k in ("used_memory_rss_end", "used_memory_rss_peak"))
+         + f" MB (fragmentation ratio {summary['mem_fragmentation_ratio_end']:.2f} at the end)"),
         ("keys at end", f"{summary['keys_end']:,}"),
         ("keyspace hits / misses",
          f"{summary['keyspace_hits']:,} / {summary['keyspace_misses']:,}"),
@@ -84,6 +87,12 @@ def summary_table(summary: dict) -> str:
             ("forks / latest fork", f"{summary['total_forks']:,} / "
              + _fmt_s(summary["latest_fork_usec"] * 1e-6)),
             ("copy-on-write peak", f"{summary['cow_peak_bytes'] / 2**20:,.1f} MB"),
+        ]
+    if summary.get("active_defrag_scanned"):
+        rows += [
+            ("  active defrag", f"{summary['cpu_defrag_share']:.1%}"),
+            ("defrag: keys scanned / moved allocations",
+             f"{summary['active_defrag_scanned']:,} / {summary['active_defrag_hits']:,}"),
         ]
     if summary.get("trace_passes"):
         rows.append(("trace passes / mean time", f"{summary['trace_passes']:,} / "

@@ -681,7 +681,10 @@ def fragmentation_figure(ts: pd.DataFrame, utilisation: pd.DataFrame,
     ``allocator_active`` and ``used_memory_rss`` in MB over time, with the
     scenario's events marked; (b) ``slabs``: slabs in use by the share of their
     regions in use (tenths), one bar group per snapshot in ``utilisation``
-    (``Result.slab_utilisation``: before each event and at the end).
+    (``Result.slab_utilisation``: before each event and at the end); and, when
+    active defrag ran, (c) ``defrag``: the main thread's share spent in
+    ``activeDefragCycle`` against the requests' p99 and worst latency, what the
+    RSS of panel (a) was won back with.
 
     Args:
         ts: time series, index = window end time in seconds.
@@ -689,8 +692,11 @@ def fragmentation_figure(ts: pd.DataFrame, utilisation: pd.DataFrame,
         events: (time s, label) of the scenario's events, drawn as vertical lines.
         title: figure title.
     """
-    fig = Figure(figsize=(_FIG_WIDTH_IN, 2 * _PANEL_HEIGHT_IN + 1.2), layout="constrained")
-    ax_mem, ax_slab = fig.subplots(2, 1)
+    defrag = "cpu_defrag" in ts.columns and bool((ts["cpu_defrag"] > 0).any())
+    n = 3 if defrag else 2
+    fig = Figure(figsize=(_FIG_WIDTH_IN, n * _PANEL_HEIGHT_IN + 1.2), layout="constrained")
+    axes = fig.subplots(n, 1)
+    ax_mem, ax_slab = axes[0], axes[1]
     ax_mem.set_label("memory")
     ax_slab.set_label("slabs")
     x = _time_axis(ts)
@@ -726,6 +732,27 @@ def fragmentation_figure(ts: pd.DataFrame, utilisation: pd.DataFrame,
     ax_slab.set_yscale("symlog", linthresh=10)
     ax_slab.set_ylabel("slabs in use")
     ax_slab.set_xlabel("share of the slab's regions in use")
+    if defrag:
+        ax_df = axes[2]
+        ax_df.set_label("defrag")
+        ax_df.step(x, _col(ts, "cpu_defrag"), where="pre", color="tab:green",
+                   label="main thread in activeDefragCycle")
+        ax_df.set_ylabel("main-thread share")
+        ax_df.set_xlabel("time (s)")
+        ax_lat = ax_df.twinx()
+        for col, style, label in (("latency_p99", "-", "p99 latency"),
+                                  ("latency_max", ":", "worst latency")):
+            if col in ts.columns:
+                ax_lat.step(x, _col(ts, col) * 1e3, where="pre", color="tab:purple",
+                            linestyle=style, label=label)
+        ax_lat.set_yscale("log")
+        ax_lat.set_ylabel("request latency (ms)")
+        lines = ax_df.get_legend_handles_labels()
+        more = ax_lat.get_legend_handles_labels()
+        ax_df.legend(lines[0] + more[0], lines[1] + more[1], loc="upper right",
+                     fontsize="small")
+        ax_df.grid(True, alpha=0.3)
+        ax_df.set_title("(c)", loc="left", fontsize="small")
     for ax, letter in ((ax_mem, "a"), (ax_slab, "b")):
         ax.grid(True, alpha=0.3)
         ax.set_title(f"({letter})", loc="left", fontsize="small")

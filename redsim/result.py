@@ -199,6 +199,8 @@ class Result:
             ts[name] = wf[row]
         ts["latency_max"] = np.where(done > 0, wf[S.W_LAT_MAX], np.nan)
         ts["hz"] = wf[S.W_HZ].astype(np.int64)
+        ts["active_defrag_running"] = wi[S.WI_DF_RUNNING]  # the pass's effort, %
+        ts["active_defrag_hits"] = np.cumsum(wi[S.WI_DF_HITS])  # INFO's counter
         _memory_columns(ts, wi, scenario, length)
 
         counts = w.rc_hist.copy()
@@ -261,6 +263,11 @@ class Result:
             "evicted_keys": int(w.I[S.STAT_EVICTED]),
             "expired_time_cap_reached_count": int(w.I[S.STAT_EXPIRE_CAPPED]),
             "oom_rejected": int(w.I[S.STAT_OOM]),
+            "active_defrag_hits": int(w.I[S.STAT_DF_HITS]),
+            "active_defrag_misses": int(w.I[S.STAT_DF_MISSES]),
+            "active_defrag_key_hits": int(w.I[S.STAT_DF_KEY_HITS]),
+            "active_defrag_key_misses": int(w.I[S.STAT_DF_KEY_MISSES]),
+            "active_defrag_scanned": int(w.I[S.STAT_DF_SCANNED]),
             "scenario_hash": scenario_hash(scenario),
         }
         cycles = summary["eventloop_cycles_per_sec"]
@@ -308,7 +315,8 @@ class Result:
         ``funclatency.txt`` (performEvictions call times), ``overview.png``,
         ``cycles.png`` (the S0-style figure, when maxmemory is set),
         ``fragmentation.png`` (memory against RSS and the slabs' fill, when the
-        scenario has populate, del, flushall or memory-purge events),
+        scenario has populate, del, flushall, memory-purge or config-set events
+        or active defrag ran; then also defrag's CPU against latency),
         ``forks.csv``, ``trace_passes.csv`` and ``latency_monitor.txt`` when
         there were forks, trace passes or latency-monitor samples, ``slabs.csv``
         and ``slab_utilisation.csv`` (the allocator's bins at each event and at
@@ -377,8 +385,9 @@ class Result:
         if "used_memory" in ts and self.scenario.server.maxmemory:
             figures.append(("cycles.png", lambda path: plots.plot_cycles(
                 ts, path, cycles, title=f"{title}: the eviction cycle")))
-        if any(ev.do in ("populate", "del", "flushall", "memory-purge")
-               for ev in self.scenario.events):
+        if any(ev.do in ("populate", "del", "flushall", "memory-purge", "config-set")
+               for ev in self.scenario.events) or (
+                   "cpu_defrag" in ts and bool((ts["cpu_defrag"] > 0).any())):
             marks = [(float(ev.at), ev.do) for ev in self.scenario.events]
             figures.append(("fragmentation.png", lambda path: plots.plot_fragmentation(
                 ts, self.slab_utilisation, path, marks,

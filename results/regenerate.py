@@ -80,6 +80,7 @@ RUNS = [
     RunResult("web-cache", "web-cache.yaml"),
     RunResult("open-loop-ramp", "open-loop-ramp.yaml"),
     RunResult("s3-fragmentation", "jemalloc-fragmentation.yaml"),
+    RunResult("s3-defrag", "jemalloc-defrag.yaml"),
 ]
 PERSISTENCE = [
     RunResult(f"s2-aof-fsync/{n}", f"{n}.yaml")

@@ -34,10 +34,11 @@ def test_cpu_series_come_first_and_are_the_cpu_columns():
 
     cpu = [f for f in S.LAYOUT.fields if f.kind == "cpu"]
     assert sorted(S.LAYOUT.index[f.name] for f in cpu) == list(range(S.N_CPU))
-    # The columns users read, in the order the results have always shown them.
+    # The columns users read, in the order the results have always shown them;
+    # a new activity comes last.
     assert list(CPU_COLUMNS) == ["cpu_commands", "cpu_read", "cpu_write", "cpu_iteration",
                                  "cpu_cron", "cpu_connections", "cpu_eviction", "cpu_expire",
-                                 "cpu_aof", "cpu_fsync", "cpu_fork", "cpu_cow"]
+                                 "cpu_aof", "cpu_fsync", "cpu_fork", "cpu_cow", "cpu_defrag"]
     assert list(CPU_COLUMNS.values()) == list(range(S.N_CPU))
 
 

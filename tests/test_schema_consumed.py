@@ -36,6 +36,8 @@ READ_OUTSIDE_THE_MODEL = {
     "server.unmodelled": "kept as conf text, warned about by the loader",
     "server.maxclients": "enforced by validation: the pools' connections may not exceed it, "
                          "so Redis never refuses one (refusals come with issue #20)",
+    "server.active_defrag_max_scan_fields": "bounds the defrag scan of a big collection; "
+                                            "every key is a string (collections: issue #21)",
 }
 
 
@@ -101,7 +103,8 @@ def _every_path() -> dict:
                    {"at": 0.6, "do": "del", "pattern": "every", "every": 3},
                    {"at": 0.7, "do": "del", "pattern": "random", "fraction": 0.5,
                     "group": "closed"},
-                   {"at": 0.8, "do": "memory-purge"}],
+                   {"at": 0.8, "do": "memory-purge"},
+                   {"at": 0.9, "do": "config-set", "config": {"activedefrag": "yes"}}],
         "clients": [
             {"name": "recorded", "kind": "trace", "trace": trace, "trace-timing": "recorded"},
             {"name": "looped", "kind": "trace", "trace": trace, "replay": "loop"},

@@ -110,6 +110,13 @@ MODELLED_DIRECTIVES: frozenset[str] = frozenset(
         "proto-max-bulk-len",
         "maxmemory-clients",
         "latency-monitor-threshold",
+        "activedefrag",
+        "active-defrag-ignore-bytes",
+        "active-defrag-threshold-lower",
+        "active-defrag-threshold-upper",
+        "active-defrag-cycle-min",
+        "active-defrag-cycle-max",
+        "active-defrag-max-scan-fields",
     }
 )
 

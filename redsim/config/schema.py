@@ -27,6 +27,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    ValidationError,
     model_serializer,
     model_validator,
 )
@@ -151,7 +152,12 @@ EvictionPolicy = Literal[
 AppendFsync = Literal["always", "everysec", "no"]
 Thp = Literal["always", "madvise", "never"]
 ThpCow = Literal["split", "copy-huge"]
-EventAction = Literal["bgsave", "bgrewriteaof", "populate", "del", "flushall", "memory-purge"]
+EventAction = Literal["bgsave", "bgrewriteaof", "populate", "del", "flushall", "memory-purge",
+                      "config-set"]
+RUNTIME_SETTABLE = frozenset({
+    "activedefrag", "active-defrag-ignore-bytes", "active-defrag-threshold-lower",
+    "active-defrag-threshold-upper", "active-defrag-cycle-min", "active-defrag-cycle-max"})
+"""Directives a ``config-set`` event may change (``model/defrag.py``'s ``SETTABLE``)."""
 DelPattern = Literal["odd", "even", "every", "random", "first"]
 RedisVersion = Literal["6.2", "7.0", "7.2"]
 ServiceDistribution = Literal["fixed", "exponential"]
@@ -365,6 +371,24 @@ class Server(_Model):
     flight fails and the client reconnects after its group's retry-backoff."""
     latency_monitor_threshold: Annotated[int, _v(_whole_ms)] = 0
     """Latency monitor threshold, ms (a bare number is ms, as in Redis); 0 = off."""
+    activedefrag: Bool = False
+    """Active defrag (``model/defrag.py``): serverCron moves allocations out of
+    sparsely used jemalloc slabs, spending cycle-min..cycle-max % of the main thread
+    while the allocator's fragmentation calls for it. Needs Redis's bundled jemalloc
+    (a build linked to the system's, like Debian's, refuses it)."""
+    active_defrag_ignore_bytes: Bytes = 100 * 1024**2
+    """No defrag pass starts while ``allocator_frag_bytes`` is below this, bytes."""
+    active_defrag_threshold_lower: Annotated[int, _v(parse_int, minimum=0, maximum=1000)] = 10
+    """No defrag pass starts below this allocator fragmentation, % (frag ratio − 1)."""
+    active_defrag_threshold_upper: Annotated[int, _v(parse_int, minimum=0, maximum=1000)] = 100
+    """At this fragmentation, % (and above), a pass takes cycle-max."""
+    active_defrag_cycle_min: Annotated[int, _v(parse_int, minimum=1, maximum=99)] = 1
+    """Least main-thread effort of a defrag pass, % of each serverCron period."""
+    active_defrag_cycle_max: Annotated[int, _v(parse_int, minimum=1, maximum=99)] = 25
+    """Most main-thread effort of a defrag pass, % of each serverCron period."""
+    active_defrag_max_scan_fields: Annotated[int, _v(parse_int, minimum=1)] = 1000
+    """Fields of a big collection scanned in one step (``defragLater``); every key
+    is a string here, so it has nothing to bound."""
     unmodelled: Annotated[dict[str, str], _v(parse_unmodelled)] = Field(default_factory=dict)
     """Directives Redis knows and redsim does not model, kept as conf text."""
 
@@ -536,6 +560,14 @@ class Cpu(_Model):
     """activeExpireCycle, per key looked at, µs."""
     expire_delete: CostUs = 2.0
     """activeExpireCycle, per expired key deleted, µs."""
+    defrag_key: CostUs = 0.5
+    """Active defrag, per key scanned: the bucket step, the entry and robj reads and
+    five jemalloc hint look-ups (a radix-tree lookup under the bin lock each), µs.
+    An estimate: Debian's Redis cannot run active defrag, so it was not measured."""
+    defrag_move: CostUs = 0.2
+    """Active defrag, per allocation moved: malloc and free without the thread
+    cache, each under the bin lock, besides copying its bytes (at 10 GB/s), µs.
+    An estimate, as ``defrag-key``."""
     aof_write: CostUs = 5.0
     """The AOF ``write()`` into the page cache, per call, µs."""
     aof_write_per_byte: CostUs = 0.0005
@@ -617,7 +649,8 @@ class ScenarioEvent(_Model):
     do: Annotated[EventAction, _literal(EventAction)]
     """bgsave, bgrewriteaof, populate (DEBUG POPULATE keys key value-size: keys
     ``key:0`` .. ``key:<keys-1>``), del (DEL of the keys a pattern picks), flushall,
-    or memory-purge; run as the command would be."""
+    memory-purge, or config-set (CONFIG SET of the directives under ``config``);
+    run as the command would be."""
     keys: Annotated[int, _v(parse_int, minimum=1)] | None = None
     """populate: how many keys (``key:0`` .. ``key:<keys-1>``; existing ones are kept)."""
     value_size: Bytes | None = None
@@ -635,21 +668,43 @@ class ScenarioEvent(_Model):
     group: str | None = None
     """del: a client group whose key ids (number i = key id i) the pattern picks from;
     by default the populated keys (``key:<i>`` is number i)."""
+    config: dict[str, Any] | None = None
+    """config-set: the directives to set and their values, as under ``server:``
+    (``{activedefrag: yes}``); ``activedefrag`` and the active-defrag thresholds
+    and cycle limits can be set. They apply from the event's time on, between two
+    event-loop iterations."""
 
     @model_validator(mode="after")
     def _check(self) -> ScenarioEvent:
         need: dict[str, tuple[str, ...]] = {
-            "populate": ("keys", "value_size"), "del": ("pattern",)}
+            "populate": ("keys", "value_size"), "del": ("pattern",), "config-set": ("config",)}
         for name in need.get(self.do, ()):
             if getattr(self, name) is None:
                 raise BadValue(f"a {name.replace('_', '-')} for do: {self.do}", "none",
                                field=(name.replace("_", "-"),))
         allowed = {"populate": {"keys", "value_size"},
-                   "del": {"pattern", "every", "fraction", "group"}}.get(self.do, set())
-        for name in ("keys", "value_size", "pattern", "every", "fraction", "group"):
+                   "del": {"pattern", "every", "fraction", "group"},
+                   "config-set": {"config"}}.get(self.do, set())
+        for name in ("keys", "value_size", "pattern", "every", "fraction", "group", "config"):
             if getattr(self, name) is not None and name not in allowed:
                 raise BadValue(f"no {name.replace('_', '-')} with do: {self.do}",
                                repr(getattr(self, name)), field=(name.replace("_", "-"),))
+        if self.config is not None:
+            if not self.config:
+                raise BadValue("at least one directive to set", "none", field=("config",))
+            for key, value in self.config.items():
+                name = str(key).lower().replace("_", "-")
+                if name not in RUNTIME_SETTABLE:
+                    raise BadValue("a directive config-set can change: "
+                                   + ", ".join(sorted(RUNTIME_SETTABLE)), show(key),
+                                   field=("config", str(key)))
+                try:
+                    Server.model_validate({name: value})
+                except ValidationError as e:
+                    err = e.errors()[0]
+                    cause = err.get("ctx", {}).get("error")
+                    expected = cause.expected if isinstance(cause, BadValue) else err["msg"]
+                    raise BadValue(expected, show(value), field=("config", str(key))) from None
         if self.do == "del":
             if self.pattern == "every" and self.every is None:
                 raise BadValue("every: k for pattern every", "none", field=("every",))

@@ -1,5 +1,5 @@
 """Commands a scenario's events send to the server: DEBUG POPULATE, DEL of a key
-pattern, FLUSHALL and MEMORY PURGE.
+pattern, FLUSHALL, MEMORY PURGE and CONFIG SET.
 
 Follows ``src/debug.c:debugCommand`` (``DEBUG POPULATE count prefix size``: keys
 ``key:0`` .. ``key:<count-1>``, values ``value:<i>`` padded to ``size`` bytes,
@@ -188,9 +188,15 @@ def populate_demand(scenario):
 
 
 def request(world, event, scenario) -> None:
-    """Queue a scenario event's command for the main thread's next file events."""
+    """Queue a scenario event's command for the main thread's next file events;
+    a ``config-set`` takes effect at once (its CPU, a few µs, is not charged)."""
     from redsim.model import state as S
 
+    if event.do == "config-set":
+        from redsim.model.defrag import config_set
+
+        config_set(world, event.config)
+        return
     I = world.I
     I[S.ADMIN_REQ] = ADMIN_CODES[event.do]
     if event.do == "populate":

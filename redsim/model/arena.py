@@ -97,7 +97,7 @@ from redsim.model.world import as_world, pack
 FIELDS = (
     ("I", "AL_SLABS_MADE", "i8", "-", "state", "slab ids handed out so far (0 .. n-1)"),
     ("I", "AL_FREE_IDS", "i8", "-", "state",
-     "ids of released slabs on the al free_ids min-heap (reused lowest first)"),
+     "ids of released slabs on the sb free_ids min-heap (reused lowest first)"),
     ("I", "AL_MAX_SLABS", "i8", "-", "size", "slab ids the al per-slab arrays hold"),
     ("I", "AL_SPARE_LOW", "i8", "-", "config",
      "below this many unused slab ids the kernel asks Python to grow the arrays (AL_LOW)"),
@@ -125,6 +125,8 @@ FIELDS = (
     ("al", "root", "i8", "-", "state", "root of the pairing heap of its other non-full slabs"),
     ("al", "curregs", "i8", "-", "state", "regions in use in the bin (bin stats curregs)"),
     ("al", "curslabs", "i8", "-", "state", "slabs of the bin in use (bin stats curslabs)"),
+    ("al", "nonfull", "i8", "-", "state",
+     "slabs on the bin's heap of non-full slabs, slabcur not among them (bin stats nonfull_slabs)"),
     ("al", "bin_of8", "i8", "-", "config",
      "the bin of a small request of n bytes, at index (n + 7) / 8 (sz_size2index's table)"),
     ("sb", "bin", "i8", "-", "state", "the slab's bin, -1 if the id is free"),
@@ -278,12 +280,14 @@ def heap_remove(w, b, s):
             w.sb_prev[nxt] = p
         w.al_root[b] = _meld(w, w.al_root[b], _merge_pairs(w, w.sb_child[s]))
     _unlink(w, s)
+    w.al_nonfull[b] -= 1
 
 
 @leaf
 def heap_insert(w, b, s):
     _unlink(w, s)
     w.al_root[b] = _meld(w, w.al_root[b], s)
+    w.al_nonfull[b] += 1
 
 
 # ---- slabs -------------------------------------------------------------------------
@@ -443,6 +447,13 @@ def zfree(w, h):
 
 
 @leaf
+def zfree_pair(w, v):
+    """Free both allocations of a ``pair`` (either may be 0)."""
+    zfree(w, lo_handle(v))
+    zfree(w, hi_handle(v))
+
+
+@leaf
 def pair(lo, hi):
     """Two handles in one int64 (``lo`` in the low 32 bits; ``hi`` must be a
     small region's, < 2^31, so the int64 stays positive)."""
@@ -457,6 +468,57 @@ def lo_handle(v):
 @leaf
 def hi_handle(v):
     return (v >> 32) & HANDLE_MASK
+
+
+# ---- active defrag's side of jemalloc (Redis's patch) ----------------------------------
+
+
+@leaf
+def defrag_hint(w, s):
+    """Whether a region of slab ``s`` is worth moving: ``je_get_defrag_hint``
+    (Redis's patch to jemalloc, ``iget_defrag_hint``). Never from slabcur or a
+    full slab; otherwise when the slab's regions in use, times the bin's
+    non-full slabs, are at most 9/8 of the regions in use in them, that is when
+    the slab is used at most 12.5 % above the non-full slabs' average.
+
+    The averages are jemalloc's arithmetic as written: ``nonfull_slabs`` does
+    not count slabcur, yet slabcur is taken out of both sums again, so the
+    comparison is against (regions in the heap's slabs − one slab's worth) /
+    (heap slabs − 1). A negative sum is an unsigned wrap-around in C, a huge
+    number: the hint is then 1."""
+    b = w.sb_bin[s]
+    cur = w.al_cur[b]
+    nfree = w.sb_nfree[s]
+    if s == cur or nfree == 0:
+        return False
+    nregs = w.al_nregs[b]
+    slabs = w.al_nonfull[b]
+    full = w.al_curslabs[b] - slabs  # slabcur among them
+    regs = w.al_curregs[b] - full * nregs
+    if cur >= 0:
+        regs -= nregs - w.sb_nfree[cur]
+        slabs -= 1
+    if regs < 0:
+        return True
+    return (nregs - nfree) * slabs <= regs + regs // 8
+
+
+@leaf
+def defrag_move(w, h):
+    """``activeDefragAlloc`` for the allocation of handle ``h``: when the hint
+    says so, a new region of the same class (``zmalloc_no_tcache``: slabcur or
+    the lowest non-full slab) and the old one freed. Returns the new handle, or
+    0 when it stays (a large extent never moves: the hint is for slabs only)."""
+    if h <= 0 or h >= LARGE:
+        return 0
+    s = h - 1
+    if not defrag_hint(w, s):
+        return 0
+    s2 = arena_malloc(w, w.sb_bin[s])
+    if s2 < 0:
+        return 0
+    arena_free(w, s)
+    return s2 + 1
 
 
 # ---- purging ---------------------------------------------------------------------------
@@ -588,6 +650,7 @@ def _bins(quantum16: bool) -> dict[str, np.ndarray]:
                     for i in range(SMALL_MAX // 8 + 1)], np.int64)
     return dict(tab, bin_of8=by8, cur=np.full(nb, -1, np.int64), root=np.full(nb, -1, np.int64),
                 curregs=np.zeros(nb, np.int64), curslabs=np.zeros(nb, np.int64),
+                nonfull=np.zeros(nb, np.int64),
                 backlog=np.zeros(SMOOTHSTEP_NSTEPS, np.int64), h_steps=H_STEPS.copy())
 
 

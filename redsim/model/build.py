@@ -24,6 +24,7 @@ from redsim.model import (
     clients,
     clients_cron,
     db,
+    defrag,
     disk,
     event_loop,
     events,
@@ -54,6 +55,7 @@ STEPS = (
     protocol.configure,
     eviction.configure,
     expire.configure,
+    defrag.configure,
     events.configure,  # needs conns, slots, groups
     rng.configure,
     bins.configure,

@@ -86,6 +86,7 @@ from redsim.model.clients import handle_event
 from redsim.model.commands import EFFECT_READ, EFFECT_WRITE
 from redsim.model.cow import charge_cow
 from redsim.model.db import LRU_CLOCK_MAX, LRU_CLOCK_START, resize_dicts
+from redsim.model.defrag import active_defrag_cycle
 from redsim.model.eviction import EVICT_FAIL, EVICT_RUNNING, perform_evictions
 from redsim.model.expire import active_expire_cycle
 from redsim.model.fork import fork_command, persistence_cron
@@ -121,6 +122,7 @@ from redsim.model.state import (
     CONFIG_MAX_HZ,
     CONNECTED,
     CRON_WHEN,
+    CRONLOOPS,
     DIST_EXP,
     DYN_HZ,
     EV_ARRIVE,
@@ -156,6 +158,7 @@ from redsim.model.state import (
     W_CPU_COMMANDS,
     W_CPU_CONNECTIONS,
     W_CPU_CRON,
+    W_CPU_DEFRAG,
     W_CPU_EVICTION,
     W_CPU_EXPIRE,
     W_CPU_ITERATION,
@@ -177,6 +180,8 @@ from redsim.observe.bins import add_interval, count
 FIELDS = (
     ("F", "CRON_WHEN", "f8", "s", "state",
      "when serverCron is next due: 1/hz after its last run returned (the ae time event's when)"),
+    ("I", "CRONLOOPS", "i8", "-", "counter",
+     "server.cronloops: serverCron runs so far (run_with_period's clock)"),
     ("F", "C_ITER", "f8", "s", "config",
      "CPU of one event-loop iteration's fixed work (epoll_wait + beforeSleep), s"),
     ("F", "C_READ", "f8", "s", "config",
@@ -582,11 +587,15 @@ def server_cron(w):
     if spent > 0.0:
         busy(w, W_CPU_EXPIRE, spent)
         charge_cow(w)
+    spent = active_defrag_cycle(w)  # databasesCron: never with a child, so no copy-on-write
+    if spent > 0.0:
+        busy(w, W_CPU_DEFRAG, spent)
     I[LRU_CLOCK] = (int(F[T]) + LRU_CLOCK_START) & LRU_CLOCK_MAX  # server.lruclock, 1 s
     resize_dicts(w)  # databasesCron
     decay_cron(w)  # jemalloc's background thread purges dirty pages as epochs pass
     persistence_cron(w)  # a finished child, save points, AOF rewrite
     aof_cron(w)  # a postponed AOF flush
+    I[CRONLOOPS] += 1
     F[CRON_WHEN] = F[T] + 1.0 / hz
 
 

@@ -25,6 +25,7 @@ from redsim.model.state import (
     CONNECTED,
     COW_PAGES,
     CUR_WIN,
+    DF_RUNNING,
     DIRTY,
     DT,
     HZ,
@@ -48,6 +49,7 @@ from redsim.model.state import (
     WI_CHILD,
     WI_CONNECTED,
     WI_COW_BYTES,
+    WI_DF_RUNNING,
     WI_DIRTY,
     WI_EXPIRES,
     WI_IN_FLIGHT,
@@ -88,6 +90,7 @@ def snapshot_gauges(w, te):
         w.rc_wi[cell(I, WI_COW_BYTES, k)] = I[COW_PAGES] << I[PAGE_SHIFT]
         w.rc_wi[cell(I, WI_CHILD, k)] = I[CHILD]
         w.rc_wi[cell(I, WI_DIRTY, k)] = I[DIRTY]
+        w.rc_wi[cell(I, WI_DF_RUNNING, k)] = I[DF_RUNNING]
         I[SNAP_WIN] = k + 1
         F[T_NEXT_SNAP] += F[DT]
 

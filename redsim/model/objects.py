@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from redsim.model.arena import LARGE, hi_handle, lo_handle, pair, zfree, zmalloc
+from redsim.model.arena import LARGE, hi_handle, lo_handle, pair, zfree, zfree_pair, zmalloc
 from redsim.model.jemalloc import size_class
 from redsim.model.jit import entry, leaf
 from redsim.model.world import prefetch
@@ -151,9 +151,7 @@ def alloc_key(w, k, key_len):
 
 @leaf
 def free_key(w, k):
-    v = w.ks_akey[k]
-    zfree(w, lo_handle(v))
-    zfree(w, hi_handle(v))
+    zfree_pair(w, w.ks_akey[k])
     w.ks_akey[k] = 0
 
 
@@ -165,16 +163,12 @@ def alloc_value(w, k, vlen, shared):
     h_obj = zmalloc(w, obj)
     old = w.ks_aval[k]
     w.ks_aval[k] = pair(zmalloc(w, sds), h_obj)
-    if old != 0:
-        zfree(w, lo_handle(old))
-        zfree(w, hi_handle(old))
+    zfree_pair(w, old)
 
 
 @leaf
 def free_value(w, k):
-    v = w.ks_aval[k]
-    zfree(w, lo_handle(v))
-    zfree(w, hi_handle(v))
+    zfree_pair(w, w.ks_aval[k])
     w.ks_aval[k] = 0
 
 

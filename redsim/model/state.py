@@ -47,7 +47,8 @@ OWNERS = (
     "model.call", "model.db", "model.objects", "model.arena", "model.rss", "model.admin",
     "model.memory",
     "model.eviction", "model.lfu", "model.expire",
-    "model.aof", "model.disk", "model.fork", "model.cow", "model.latency", "model.events",
+    "model.aof", "model.disk", "model.fork", "model.cow", "model.defrag", "model.latency",
+    "model.events",
     "model.heap", "model.wheel", "model.rng", "observe.bins",
 )
 

@@ -32,8 +32,10 @@ from typing import Any
 
 import pandas as pd
 
+from redsim.config.errors import BadValue
 from redsim.config.loader import scenario_hash
 from redsim.config.sweep import FrontierSpec, SweepSpec, spec_error
+from redsim.config.units import parse_size
 from redsim.sweep.grid import (
     DEFAULT_MAX_POINTS,
     Point,
@@ -53,7 +55,9 @@ _COMPARISON = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(>=|<=|==|!=|>|<)\s*(\
 
 
 def criterion(text: str) -> tuple[str, Callable[[Any], bool]]:
-    """Parse a criterion: a summary key read as a bool, or ``key OP number``.
+    """Parse a criterion: a summary key read as a bool, or ``key OP number``; the
+    number may be a size (``used_memory_rss_peak > 2gb``: bytes, as Redis reads
+    sizes).
 
     Returns:
         (the summary key it reads, a predicate on that key's value)
@@ -68,7 +72,11 @@ def criterion(text: str) -> tuple[str, Callable[[Any], bool]]:
     try:
         bound = float(num)
     except ValueError:
-        raise ValueError(f"criterion {text!r}: {num!r} is not a number") from None
+        try:
+            bound = float(parse_size(num))
+        except BadValue:
+            raise ValueError(f"criterion {text!r}: {num!r} is not a number or a size "
+                             "like 2gb") from None
     fn = _OPS[op]
     return key, lambda v: v is not None and fn(float(v), bound)
 
