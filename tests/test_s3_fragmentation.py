@@ -114,9 +114,10 @@ def test_flushall_returns_the_pages_gradually_and_redis_pins_its_own_slabs(s3):
     assert s3.summary["pages_purged"] > 0
 
 
-def _run(events, keys=100_000):
+def _run(events, keys=100_000, decay_ms=10_000):
     doc = {"name": "frag", "duration": 40.0, "warmup": 0.0, "sample-interval": 1.0,
-           "server": {"save": ""}, "engine": {"allocator-quantum": 16},
+           "server": {"save": ""},
+           "engine": {"allocator-quantum": 16, "allocator-dirty-decay-ms": decay_ms},
            "events": [{"at": 1.0, "do": "populate", "keys": keys, "value-size": 1024},
                       *events],
            "clients": [{"name": "monitor", "kind": "open", "rate": 1,
@@ -144,6 +145,24 @@ def test_deleting_in_insertion_order_returns_pages_and_every_other_key_does_not(
     # Every other key: not a page (but the monitor's query buffer, ≤ 20,480 B).
     assert abs(odd.timeseries.loc[39.0, "used_memory_rss"]
                - odd.timeseries.loc[4.0, "used_memory_rss"]) <= 20_480
+
+
+@pytest.mark.slow
+def test_dirty_decay_ms_0_returns_pages_at_once_and_minus_1_only_on_purge():
+    # The first half of the keys deleted at 5 s empties whole slabs (~67 MB, the
+    # test above). dirty_decay_ms 0 purges a slab's pages as it empties: the
+    # window ending at 6 s has them gone. -1 never decays: they stay until the
+    # MEMORY PURGE at 20 s, then leave at once.
+    half = {"at": 5.0, "do": "del", "pattern": "first", "fraction": 0.5}
+    now = _run([half], decay_ms=0).timeseries["used_memory_rss"]
+    assert now.loc[4.0] - now.loc[6.0] == pytest.approx(67.2 * MB, rel=0.05)
+    never = _run([half, {"at": 20.0, "do": "memory-purge"}],
+                 decay_ms=-1).timeseries["used_memory_rss"]
+    # Nothing leaves but jemalloc's metadata of the emptied slabs (EXTENT_META,
+    # 128 B each): 3,125 value slabs + ~390 of the 16-B and ~390 of the 32-B
+    # class = ~3,905 slabs, 0.50 MB; within the monitor's buffers (20 KB).
+    assert abs(never.loc[4.0] - never.loc[19.0] - 3905 * 128) <= 20_480
+    assert never.loc[19.0] - never.loc[21.0] == pytest.approx(67.2 * MB, rel=0.05)
 
 
 def test_populate_skips_existing_keys_and_del_patterns_count_as_documented():

@@ -728,7 +728,7 @@ def grow(world, extra: int):
 
 
 def configure(b) -> None:
-    """The bins of the scenario's quantum, the decay time, and room for the slabs
+    """The bins of the scenario's quantum, ``dirty_decay_ms``, and room for the slabs
     the preload, the scenario's populate events and the run's spare will need
     (``slabs_for``, from ``db.configure``'s ``slab_demand``). Needs ``conns`` and
     ``max_pipeline``."""
@@ -744,7 +744,7 @@ def configure(b) -> None:
     b.fill("sb", **_slab_arrays(n))
     b.I[S.AL_MAX_SLABS] = n
     b.I[S.AL_SPARE_LOW] = spare
-    b.I[S.AL_DECAY_MS] = 10_000
+    b.I[S.AL_DECAY_MS] = b.scenario.engine.allocator_dirty_decay_ms
 
 
 def start(w, b) -> None:

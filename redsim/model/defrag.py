@@ -188,33 +188,29 @@ def _move(w, h):
 
 
 @leaf
+def _move_pair(w, v):
+    """``_move`` of both handles of a key-row ``pair``, the high one first (the
+    dictEntry before the key's sds; the robj before a raw value's sds): the new
+    pair, whether each moved, and the CPU, s."""
+    hi, c_hi = _move(w, hi_handle(v))
+    lo, c_lo = _move(w, lo_handle(v))
+    new = pair(lo if lo > 0 else lo_handle(v), hi if hi > 0 else hi_handle(v))
+    return new, 1 if lo > 0 else 0, 1 if hi > 0 else 0, c_hi + c_lo
+
+
+@leaf
 def defrag_key(w, k):
     """``defragDictBucketCallback`` and ``defragKey`` for string key ``k``:
     returns (allocations moved that Redis counts, CPU spent in moves, s)."""
-    cpu = 0.0
-    hits = 0
-    v = w.ks_akey[k]
-    entry, c = _move(w, hi_handle(v))  # the main dictEntry: not counted as a hit
-    cpu += c
-    sds, c = _move(w, lo_handle(v))
-    cpu += c
-    hits += sds > 0
-    if entry > 0 or sds > 0:
-        w.ks_akey[k] = pair(sds if sds > 0 else lo_handle(v), entry if entry > 0 else hi_handle(v))
+    v, hits, _, cpu = _move_pair(w, w.ks_akey[k])  # the key's sds counts, the dictEntry not
+    w.ks_akey[k] = v
     ttl, c = _move(w, w.ks_attl[k])
-    cpu += c
     if ttl > 0:
         w.ks_attl[k] = ttl
         hits += 1
-    v = w.ks_aval[k]
-    obj, c = _move(w, hi_handle(v))  # the robj, or the embstr (robj and sds in one)
-    cpu += c
-    raw, c = _move(w, lo_handle(v))
-    cpu += c
-    hits += (obj > 0) + (raw > 0)
-    if obj > 0 or raw > 0:
-        w.ks_aval[k] = pair(raw if raw > 0 else lo_handle(v), obj if obj > 0 else hi_handle(v))
-    return hits, cpu
+    v, raw, obj, c_val = _move_pair(w, w.ks_aval[k])
+    w.ks_aval[k] = v
+    return hits + raw + obj, cpu + c + c_val
 
 
 @step
