@@ -47,6 +47,7 @@ from redsim.model.cow import cow_touch
 from redsim.model.jit import entry, leaf, step
 from redsim.model.memory import POINTER, over_maxmemory_after_alloc, used_memory
 from redsim.model.objects import (
+    HANDLE_FIELDS,
     alloc_key,
     alloc_ttl,
     alloc_value,
@@ -443,7 +444,7 @@ def grow_write_once(world: World, extra: int) -> World:
         for f, v in KEY_ROW_ABSENT.items()}).items()}
     for name, col in fields.items():
         col[:n] = getattr(world, name)
-    for name in ("ks_dense", "ks_xdense"):
+    for name in ("ks_dense", "ks_xdense", *(f"ks_{f}" for f in HANDLE_FIELDS)):
         fields[name] = np.concatenate([getattr(world, name), np.zeros(extra, np.int64)])
     free_n = int(I[KS_FREE_N])
     free = np.zeros(len(world.ks_free) + extra, np.int64)
@@ -479,6 +480,7 @@ def configure(b) -> None:
     b.fill("ks", **{f: np.broadcast_to(np.asarray(v), (n_keys,))
                     for f, v in S.KEY_ROW_ABSENT.items()},
            dense=np.zeros(n_keys, np.int64), xdense=np.zeros(n_keys, np.int64),
+           **{f: np.zeros(n_keys, np.int64) for f in HANDLE_FIELDS},
            free=np.zeros(max(n_keys - n_hot - n_pop, 1), np.int64))
     b.I[S.POP_LO] = n_hot
     b.I[S.POP_ROWS] = n_pop

@@ -94,7 +94,7 @@ from redsim.model.gauges import snapshot_gauges
 from redsim.model.jit import entry, leaf, step
 from redsim.model.main_thread import busy
 from redsim.model.memory import used_memory
-from redsim.model.objects import prefetch_value_slabs
+from redsim.model.objects import prefetch_handles, prefetch_value_slabs
 from redsim.model.protocol import (
     big_args,
     bulk_too_long,
@@ -544,7 +544,9 @@ def client_event(w, te, kind, ident):
         key = w.cn_next_key[ident]
         if key >= 0:
             prefetch(w.ks_cost, key)
-            prefetch(w.ks_attl, key)  # the row's last field: a row can straddle two lines
+            prefetch(w.ks_xpos, key)  # the row's last field: a row can straddle two lines
+            if w.tb_cmd_effect[w.cn_next_cmd[ident]] != EFFECT_READ:  # generated above
+                prefetch_handles(w, key)  # a write frees what they name
     else:
         handle_event(w, kind, ident, te)
 
@@ -682,11 +684,13 @@ def run(world, t_stop):
         while I[READY_PASS] > 0:
             I[READY_PASS] -= 1
             c = ready_pop(w)
-            if I[READY_PASS] > 0:  # the next one's key row is in cache by now (its
-                # arrival prefetched it): start loading the slabs a write frees
-                nxt_key = w.cn_next_key[w.ready[I[READY_HEAD]]]
-                if nxt_key >= 0:
-                    prefetch_value_slabs(w, nxt_key)
+            if I[READY_PASS] > 0:  # the next one's handles are in cache by now (its
+                # arrival prefetched them): start loading the slabs a write frees
+                nxt = w.ready[I[READY_HEAD]]
+                nxt_cmd = w.cn_next_cmd[nxt]
+                if nxt_cmd >= 0 and w.tb_cmd_effect[nxt_cmd] != EFFECT_READ \
+                        and w.cn_next_key[nxt] >= 0:
+                    prefetch_value_slabs(w, w.cn_next_key[nxt])
             read_query_from_client(w, c)
         # Time events, newest timer first (ae inserts at the list head).
         if I[FORK_REQ]:  # a scenario event's BGSAVE / BGREWRITEAOF, read with the rest

@@ -42,12 +42,16 @@ from redsim.model.world import prefetch
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
 # says what each entry holds: where, name, dtype, unit, kind, doc).
 FIELDS = (
-    ("ks", "akey", "i8", "-", "state",
+    # Arrays of their own, not in the key's row: a read touches only the row (48
+    # B), a write or delete these too (their lines are prefetched on arrival).
+    ("ks", "akey", "i8[]", "-", "state",
      "the key's sds and dictEntry in the arena: two arena handles (low, high 32 bits)"),
-    ("ks", "aval", "i8", "-", "state",
+    ("ks", "aval", "i8[]", "-", "state",
      "its value: a raw value's sds and the robj or embstr (two arena handles)"),
-    ("ks", "attl", "i8", "-", "state", "its expires dictEntry (an arena handle), 0 if no TTL"),
+    ("ks", "attl", "i8[]", "-", "state", "its expires dictEntry (an arena handle), 0 if no TTL"),
 )
+HANDLE_FIELDS = ("akey", "aval", "attl")
+"""The key table's arena handle arrays (0: no allocation)."""
 
 DICT_ENTRY = 24  # bytes: key pointer, value union, next pointer (src/dict.h)
 ROBJ = 16  # bytes: type/encoding/lru (4) + refcount (4) + ptr (8) (src/server.h)
@@ -129,6 +133,14 @@ def prefetch_value_slabs(w, k):
     v = w.ks_aval[k]
     _prefetch_slab(w, lo_handle(v))
     _prefetch_slab(w, hi_handle(v))
+
+
+@leaf
+def prefetch_handles(w, k):
+    """Start loading key k's handles (a write or delete frees what they name)."""
+    prefetch(w.ks_aval, k)
+    prefetch(w.ks_akey, k)
+    prefetch(w.ks_attl, k)
 
 
 @leaf
