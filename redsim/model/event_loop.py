@@ -94,7 +94,6 @@ from redsim.model.gauges import snapshot_gauges
 from redsim.model.jit import entry, leaf, step
 from redsim.model.main_thread import busy
 from redsim.model.memory import used_memory
-from redsim.model.objects import prefetch_handles, prefetch_value_slabs
 from redsim.model.protocol import (
     big_args,
     bulk_too_long,
@@ -544,9 +543,7 @@ def client_event(w, te, kind, ident):
         key = w.cn_next_key[ident]
         if key >= 0:
             prefetch(w.ks_cost, key)
-            prefetch(w.ks_xpos, key)  # the row's last field: a row can straddle two lines
-            if w.tb_cmd_effect[w.cn_next_cmd[ident]] != EFFECT_READ:  # generated above
-                prefetch_handles(w, key)  # a write frees what they name
+            prefetch(w.ks_expire, key)  # a row can straddle two cache lines
     else:
         handle_event(w, kind, ident, te)
 
@@ -684,13 +681,6 @@ def run(world, t_stop):
         while I[READY_PASS] > 0:
             I[READY_PASS] -= 1
             c = ready_pop(w)
-            if I[READY_PASS] > 0:  # the next one's handles are in cache by now (its
-                # arrival prefetched them): start loading the slabs a write frees
-                nxt = w.ready[I[READY_HEAD]]
-                nxt_cmd = w.cn_next_cmd[nxt]
-                if nxt_cmd >= 0 and w.tb_cmd_effect[nxt_cmd] != EFFECT_READ \
-                        and w.cn_next_key[nxt] >= 0:
-                    prefetch_value_slabs(w, w.cn_next_key[nxt])
             read_query_from_client(w, c)
         # Time events, newest timer first (ae inserts at the list head).
         if I[FORK_REQ]:  # a scenario event's BGSAVE / BGREWRITEAOF, read with the rest

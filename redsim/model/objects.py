@@ -43,7 +43,7 @@ from redsim.model.world import prefetch
 # says what each entry holds: where, name, dtype, unit, kind, doc).
 FIELDS = (
     # Arrays of their own, not in the key's row: a read touches only the row (48
-    # B), a write or delete these too (their lines are prefetched on arrival).
+    # B), a write or delete these too.
     ("ks", "akey", "i8[]", "-", "state",
      "the key's sds and dictEntry in the arena: two arena handles (low, high 32 bits)"),
     ("ks", "aval", "i8[]", "-", "state",
@@ -133,14 +133,6 @@ def prefetch_value_slabs(w, k):
     v = w.ks_aval[k]
     _prefetch_slab(w, lo_handle(v))
     _prefetch_slab(w, hi_handle(v))
-
-
-@leaf
-def prefetch_handles(w, k):
-    """Start loading key k's handles (a write or delete frees what they name)."""
-    prefetch(w.ks_aval, k)
-    prefetch(w.ks_akey, k)
-    prefetch(w.ks_attl, k)
 
 
 @leaf
