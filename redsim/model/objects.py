@@ -42,15 +42,17 @@ from redsim.model.world import prefetch
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
 # says what each entry holds: where, name, dtype, unit, kind, doc).
 FIELDS = (
-    # Arrays of their own, not in the key's row: a read touches only the row (48
-    # B), a write or delete these too.
+    # A SET of an existing key (S0's most common write) replaces the value: its
+    # handles live in the key's row, which the command reads anyway. The key's
+    # and TTL entry's handles, needed only to add or delete a key, are arrays of
+    # their own, so the row a GET reads stays 56 bytes.
+    ("ks", "aval", "i8", "-", "state",
+     "its value: a raw value's sds and the robj or embstr (two arena handles)"),
     ("ks", "akey", "i8[]", "-", "state",
      "the key's sds and dictEntry in the arena: two arena handles (low, high 32 bits)"),
-    ("ks", "aval", "i8[]", "-", "state",
-     "its value: a raw value's sds and the robj or embstr (two arena handles)"),
     ("ks", "attl", "i8[]", "-", "state", "its expires dictEntry (an arena handle), 0 if no TTL"),
 )
-HANDLE_FIELDS = ("akey", "aval", "attl")
+HANDLE_FIELDS = ("akey", "attl")
 """The key table's arena handle arrays (0: no allocation)."""
 
 DICT_ENTRY = 24  # bytes: key pointer, value union, next pointer (src/dict.h)

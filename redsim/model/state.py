@@ -158,7 +158,8 @@ EMP_MAX_POINTS = 1001  # most points in one empirical table (config/schema.py)
 (Conns, Reqs, Pools, Groups, Tables, Keys, Arena, Slabs, EvPool, Heap, Wheel, Lines, Rng, Pages,
  Rec) = (
     namedtuple(name, [f.name for f in LAYOUT.parts[pre]]) for pre, name, _rows, _doc in PARTS)
-KEY_ROW_ABSENT = {"cost": 0, "vlen": 0, "lru": 0, "expire": np.inf, "pos": 0, "xpos": -1}
+KEY_ROW_ABSENT = {"cost": 0, "vlen": 0, "lru": 0, "expire": np.inf, "pos": 0, "xpos": -1,
+                  "aval": 0}
 """The row fields of a key id with no key (``cost`` 0: absent)."""
 
 # The kernel sees one flat record: every field of the parts above, prefixed
