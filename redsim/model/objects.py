@@ -24,8 +24,9 @@ Bucket arrays (8 bytes per bucket, a power of two) are per dict, not per key:
 see ``db.py``.
 
 Each of those allocations is also placed in jemalloc's arena (``arena.py``) and
-remembered in the key's row (``akey``, ``aval``, ``attl``), so that freeing a
-key frees the regions it holds in the slabs it holds them in. A value is
+remembered by key id (``aval`` in the key's row, ``akey`` and ``attl`` in arrays
+beside it), so that freeing a key frees the regions it holds in the slabs it
+holds them in. A value is
 allocated before the old one is freed (``dbOverwrite`` frees the old value once
 the new one is in place).
 """
