@@ -15,6 +15,7 @@ from __future__ import annotations
 import pytest
 
 from redsim.model import arena as A
+from redsim.model import nonfull
 from redsim.model import state as S
 
 
@@ -99,14 +100,14 @@ def test_the_lowest_non_full_slab_takes_the_next_allocation():
     A.arena_free(a, hs[16 + 5])
     assert a.al_cur[b] == 1
     A.arena_free(a, hs[3])
-    assert a.al_cur[b] == 0 and a.al_root[b] == 1
+    assert a.al_cur[b] == 0 and nonfull.lowest(a, b) == 1
     # Allocations: slab 0's free region, then (slab 0 full) the heap's lowest,
     # slab 1, then (all full) a fresh slab 3.
     assert [A.arena_malloc(a, b) for _ in range(3)] == [0, 1, 3]
 
 
 @pytest.mark.parametrize("order", ["ascending", "descending", "interleaved"])
-def test_the_heap_gives_slabs_back_lowest_first_whatever_order_they_came_in(order):
+def test_non_full_slabs_come_back_lowest_first_whatever_order_they_came_in(order):
     # 10 full slabs of the 4096-B class (one region each would empty at once, so
     # use 2048 B: 2 regions per 1-page slab). Free one region of each slab in
     # the given order, then allocate: slabs come back 0, 1, 2, ... (the lowest
@@ -124,7 +125,7 @@ def test_the_heap_gives_slabs_back_lowest_first_whatever_order_they_came_in(orde
     got = [A.arena_malloc(a, b) for _ in range(10)]
     assert got == list(range(10))
     # All full again. Free region 1 of each slab (in the same order), then slab
-    # 4's region 0: slab 4 empties and leaves the heap from its middle. The next
+    # 4's region 0: slab 4 empties and leaves the non-full set from its middle. The next
     # allocations take slabs 0, 1, 2, 3, 5, ..., 9 (one region each), and with
     # none non-full left, a fresh slab on the lowest free id: 4.
     for s in slabs:
@@ -136,7 +137,7 @@ def test_the_heap_gives_slabs_back_lowest_first_whatever_order_they_came_in(orde
 
 class _Plain:
     """The same bin rules written the slow, obvious way (scan for the lowest
-    non-full slab, a count of used regions per slab), to check the heap against."""
+    non-full slab, a count of used regions per slab), to check the arena against."""
 
     def __init__(self, nregs: int) -> None:
         self.nregs = nregs
@@ -190,6 +191,8 @@ def test_random_mallocs_and_frees_match_the_plain_rules(seed):
             live.append(h)
         assert _dirty_pages(a) == plain.dirty
     assert A.stats(a)["allocated"] == 512 * len(live)
+    # The non-full set kept step by step is the one its definition gives.
+    assert (a.sb_nonfull_bits == nonfull.build(a.sb_bin, a.sb_nfree, a.al_cur, 4096)).all()
 
 
 def _dirty(a, b, slabs: int) -> list[int]:

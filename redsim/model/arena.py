@@ -11,7 +11,7 @@ reference §3.3. Every allocation the keyspace makes goes through it
 the dicts' bucket arrays).
 
 What it keeps, per small size class (a *bin*, ``al`` rows): the slab it
-allocates from (``slabcur``), a heap of its other non-full slabs, and its
+allocates from (``slabcur``), the set of its other non-full slabs, and its
 live regions and slabs; per slab (arrays indexed by slab id): its bin and free
 regions.
 
@@ -19,14 +19,16 @@ regions.
   lowest non-full slab becomes ``slabcur``; when there is none, a fresh slab.
 - free: the region goes back to its slab. A full slab that gets a free region
   becomes ``slabcur`` if it is lower than the current one (jemalloc keeps
-  ``slabcur`` the lowest non-full slab), else joins the heap. A slab whose
+  ``slabcur`` the lowest non-full slab), else joins the non-full set. A slab whose
   last region is freed goes back to the arena: its pages stay resident as
   *dirty* pages until purged. So a slab with one live region pins all its
   pages: deleting every other key empties no slab.
 - Slab order: jemalloc orders slabs by serial number, then address
   (``edata_snad_comp``); here a slab's id stands for both: ids are given
   lowest free first, so an older (lower) slab is always preferred, as in
-  jemalloc. The non-full heap is a pairing heap, as jemalloc's ``ph.h``.
+  jemalloc. jemalloc keeps the non-full slabs in a pairing heap (``ph.h``);
+  here they are a bit set per bin that gives the same lowest slab faster
+  (``nonfull.py``).
 - Large allocations (above 14 KB, ``SC_SMALL_MAXCLASS``): an extent of whole
   pages (the size class, a multiple of 4 KB), freed to dirty pages at once.
 - Pages: a fresh slab or extent takes dirty pages first (jemalloc reuses its
@@ -69,6 +71,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from redsim.model import nonfull
 from redsim.model.jemalloc import size_class
 from redsim.model.jit import entry, leaf, step
 from redsim.model.state import (
@@ -122,18 +125,12 @@ FIELDS = (
     ("al", "nregs", "i8", "-", "config", "regions per slab (bin_info nregs)"),
     ("al", "slab_pages", "i8", "-", "config", "4-KB pages per slab (sc.c:slab_size)"),
     ("al", "cur", "i8", "-", "state", "the bin's slabcur, -1 if none"),
-    ("al", "root", "i8", "-", "state", "root of the pairing heap of its other non-full slabs"),
     ("al", "curregs", "i8", "-", "state", "regions in use in the bin (bin stats curregs)"),
     ("al", "curslabs", "i8", "-", "state", "slabs of the bin in use (bin stats curslabs)"),
-    ("al", "nonfull", "i8", "-", "state",
-     "slabs on the bin's heap of non-full slabs, slabcur not among them (bin stats nonfull_slabs)"),
     ("al", "bin_of8", "i8", "-", "config",
      "the bin of a small request of n bytes, at index (n + 7) / 8 (sz_size2index's table)"),
     ("sb", "bin", "i8", "-", "state", "the slab's bin, -1 if the id is free"),
     ("sb", "nfree", "i8", "-", "state", "its free regions"),
-    ("sb", "child", "i8", "-", "state", "pairing-heap first child"),
-    ("sb", "next", "i8", "-", "state", "pairing-heap next sibling"),
-    ("sb", "prev", "i8", "-", "state", "pairing-heap parent or left sibling"),
     ("sb", "free_ids", "i8[]", "-", "state", "min-heap of released slab ids"),
     ("al", "backlog", "i8", "-", "state",
      "decay backlog: pages dirtied per epoch, oldest first (SMOOTHSTEP_NSTEPS)"),
@@ -207,89 +204,6 @@ def bin_index(c, quantum16):
     return low + 4 * g + (c - b) // (b >> 2) - 1
 
 
-# ---- the pairing heap of a bin's non-full slabs (jemalloc's ph.h) ---------------
-
-
-@leaf
-def _meld(w, x, y):
-    """One heap from roots x and y (either may be -1): the lower id on top."""
-    if x < 0:
-        return y
-    if y < 0:
-        return x
-    if y < x:
-        x, y = y, x
-    c = w.sb_child[x]
-    w.sb_next[y] = c
-    if c >= 0:
-        w.sb_prev[c] = y
-    w.sb_prev[y] = x
-    w.sb_child[x] = y
-    return x
-
-
-@step
-def _merge_pairs(w, first):
-    """The heap made of sibling list ``first`` (a removed root's children):
-    meld pairs left to right, then the results right to left."""
-    acc = -1
-    x = first
-    while x >= 0:
-        y = w.sb_next[x]
-        nxt = w.sb_next[y] if y >= 0 else -1
-        w.sb_next[x] = -1
-        w.sb_prev[x] = -1
-        if y >= 0:
-            w.sb_next[y] = -1
-            w.sb_prev[y] = -1
-        m = _meld(w, x, y)
-        w.sb_next[m] = acc  # a reversed list of the melded pairs
-        acc = m
-        x = nxt
-    root = -1
-    while acc >= 0:
-        nxt = w.sb_next[acc]
-        w.sb_next[acc] = -1
-        root = _meld(w, root, acc)
-        acc = nxt
-    if root >= 0:
-        w.sb_prev[root] = -1
-    return root
-
-
-@leaf
-def _unlink(w, s):
-    w.sb_child[s] = -1
-    w.sb_next[s] = -1
-    w.sb_prev[s] = -1
-
-
-@step
-def heap_remove(w, b, s):
-    """Take slab s out of bin b's heap of non-full slabs."""
-    if w.al_root[b] == s:
-        w.al_root[b] = _merge_pairs(w, w.sb_child[s])
-    else:
-        p = w.sb_prev[s]
-        nxt = w.sb_next[s]
-        if w.sb_child[p] == s:
-            w.sb_child[p] = nxt
-        else:
-            w.sb_next[p] = nxt
-        if nxt >= 0:
-            w.sb_prev[nxt] = p
-        w.al_root[b] = _meld(w, w.al_root[b], _merge_pairs(w, w.sb_child[s]))
-    _unlink(w, s)
-    w.al_nonfull[b] -= 1
-
-
-@leaf
-def heap_insert(w, b, s):
-    _unlink(w, s)
-    w.al_root[b] = _meld(w, w.al_root[b], s)
-    w.al_nonfull[b] += 1
-
-
 # ---- slabs -------------------------------------------------------------------------
 
 
@@ -329,7 +243,6 @@ def _new_slab(w, b):
     w.sb_bin[s] = b
     w.sb_nfree[s] = w.al_nregs[b]
     w.al_curslabs[b] += 1
-    _unlink(w, s)
     return s
 
 
@@ -381,9 +294,9 @@ def arena_malloc(w, b):
     """A region of bin b: returns its slab, or -1 if out of slab ids."""
     s = w.al_cur[b]
     if s < 0 or w.sb_nfree[s] == 0:  # slabcur full (it leaves for the full list)
-        s = w.al_root[b]
+        s = nonfull.lowest(w, b)
         if s >= 0:
-            heap_remove(w, b, s)
+            nonfull.remove(w, b, s)
         else:
             s = _new_slab(w, b)
             if s < 0:
@@ -406,7 +319,7 @@ def arena_free(w, s):
         if w.al_cur[b] == s:
             w.al_cur[b] = -1
         elif w.al_nregs[b] > 1:
-            heap_remove(w, b, s)
+            nonfull.remove(w, b, s)
         _release_slab(w, s)
     elif w.sb_nfree[s] == 1 and w.al_cur[b] != s:
         # Newly non-full (a full slabcur just has room again): slabcur must stay
@@ -414,10 +327,10 @@ def arena_free(w, s):
         cur = w.al_cur[b]
         if cur > s:
             if w.sb_nfree[cur] > 0:
-                heap_insert(w, b, cur)
+                nonfull.insert(w, b, cur)
             w.al_cur[b] = s
         else:
-            heap_insert(w, b, s)
+            nonfull.insert(w, b, s)
 
 
 @leaf
@@ -483,8 +396,8 @@ def defrag_hint(w, s):
 
     The averages are jemalloc's arithmetic as written: ``nonfull_slabs`` does
     not count slabcur, yet slabcur is taken out of both sums again, so the
-    comparison is against (regions in the heap's slabs − one slab's worth) /
-    (heap slabs − 1). A negative sum is an unsigned wrap-around in C, a huge
+    comparison is against (regions in the non-full set's slabs − one slab's
+    worth) / (its slabs − 1). A negative sum is an unsigned wrap-around in C, a huge
     number: the hint is then 1."""
     b = w.sb_bin[s]
     cur = w.al_cur[b]
@@ -633,7 +546,8 @@ def new_arena(quantum16: bool, max_slabs: int):
     from redsim.model import state as S
 
     fields = {f"al_{f}": v for f, v in _bins(quantum16).items()}
-    fields.update({f"sb_{f}": v for f, v in _slab_arrays(max_slabs).items()})
+    fields.update({f"sb_{f}": v for f, v in
+                   _slab_arrays(max_slabs, len(fields["al_reg_size"])).items()})
     F, I = S.new_scalars()
     I[S.Q16] = int(quantum16)
     I[S.AL_MAX_SLABS] = max_slabs
@@ -648,23 +562,22 @@ def _bins(quantum16: bool) -> dict[str, np.ndarray]:
     nb = len(tab["reg_size"])
     by8 = np.array([bin_index(size_class(max(8 * i, 1), quantum16), quantum16)
                     for i in range(SMALL_MAX // 8 + 1)], np.int64)
-    return dict(tab, bin_of8=by8, cur=np.full(nb, -1, np.int64), root=np.full(nb, -1, np.int64),
+    return dict(tab, bin_of8=by8, cur=np.full(nb, -1, np.int64),
                 curregs=np.zeros(nb, np.int64), curslabs=np.zeros(nb, np.int64),
                 nonfull=np.zeros(nb, np.int64),
                 backlog=np.zeros(SMOOTHSTEP_NSTEPS, np.int64), h_steps=H_STEPS.copy())
 
 
-def _slab_arrays(n: int) -> dict[str, np.ndarray]:
-    """Every ``sb`` field for ``n`` free slab ids, the row fields stored by rows
-    (``state.row_table``: a slab's bin, free count and heap links share a cache
-    line, so a free of a random key's region costs one miss)."""
+def _slab_arrays(n: int, bins: int) -> dict[str, np.ndarray]:
+    """Every ``sb`` field for ``n`` free slab ids of an arena of ``bins`` bins,
+    the row fields stored by rows (``state.row_table``: a slab's bin and free
+    count share 16 bytes, so a free of a random key's region costs one miss)."""
     from redsim.model.state import row_table
 
-    rows = row_table("sb", {"bin": np.full(n, -1, np.int64), "nfree": np.zeros(n, np.int64),
-                            "child": np.full(n, -1, np.int64),
-                            "next": np.full(n, -1, np.int64),
-                            "prev": np.full(n, -1, np.int64)})
-    return dict(rows, free_ids=np.zeros(n, np.int64))
+    rows = row_table("sb", {"bin": np.broadcast_to(np.int64(-1), (n,)),
+                            "nfree": np.broadcast_to(np.int64(0), (n,))})
+    return dict(rows, free_ids=np.zeros(n, np.int64),
+                nonfull_bits=np.zeros(nonfull.words(n, bins), np.int64))
 
 
 def bin_of(a, size: int) -> int:
@@ -719,9 +632,12 @@ def grow(world, extra: int):
     ``AL_LOW``); the per-slab arrays are copied into larger ones. The caller must
     ``pack`` the new world before the kernel runs again."""
     n = len(world.sb_bin)
-    fresh = _slab_arrays(n + extra)
+    fresh = _slab_arrays(n + extra, len(world.al_cur))
     for f, arr in fresh.items():
-        arr[:n] = getattr(world, f"sb_{f}")
+        if f != "nonfull_bits":
+            arr[:n] = getattr(world, f"sb_{f}")
+    # The bit sets' levels move with the number of ids: built anew.
+    fresh["nonfull_bits"][:] = nonfull.build(world.sb_bin, world.sb_nfree, world.al_cur, n + extra)
     world.I[AL_MAX_SLABS] = n + extra
     world.I[AL_LOW] = 0
     return world._replace(**{f"sb_{f}": v for f, v in fresh.items()})
@@ -741,7 +657,7 @@ def configure(b) -> None:
     spare = 5 * b.size["conns"] * b.size["max_pipeline"] + 4096
     n = internal + slabs_for(sizes, counts, q16) + 2 * spare
     b.fill("al", **_bins(q16))
-    b.fill("sb", **_slab_arrays(n))
+    b.fill("sb", **_slab_arrays(n, len(small_classes(q16))))
     b.I[S.AL_MAX_SLABS] = n
     b.I[S.AL_SPARE_LOW] = spare
     b.I[S.AL_DECAY_MS] = b.scenario.engine.allocator_dirty_decay_ms

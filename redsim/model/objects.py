@@ -24,8 +24,8 @@ Bucket arrays (8 bytes per bucket, a power of two) are per dict, not per key:
 see ``db.py``.
 
 Each of those allocations is also placed in jemalloc's arena (``arena.py``) and
-remembered by key id (``aval`` in the key's row, ``akey`` and ``attl`` in arrays
-beside it), so that freeing a key frees the regions it holds in the slabs it
+remembered by key id (``aval`` and ``akey`` in the key's row, ``attl`` in an
+array beside it), so that freeing a key frees the regions it holds in the slabs it
 holds them in. A value is
 allocated before the old one is freed (``dbOverwrite`` frees the old value once
 the new one is in place).
@@ -44,16 +44,17 @@ from redsim.model.world import prefetch
 # says what each entry holds: where, name, dtype, unit, kind, doc).
 FIELDS = (
     # A SET of an existing key (S0's most common write) replaces the value: its
-    # handles live in the key's row, which the command reads anyway. The key's
-    # and TTL entry's handles, needed only to add or delete a key, are arrays of
-    # their own, so the row a GET reads stays 56 bytes.
+    # handles live in the key's row, which the command reads anyway. So do the
+    # key's, which fill the row to 64 bytes, one cache line (state.row_table
+    # aligns the table). The TTL entry's handle, needed only to add or delete
+    # a key with a TTL, is an array of its own.
     ("ks", "aval", "i8", "-", "state",
      "its value: a raw value's sds and the robj or embstr (two arena handles)"),
-    ("ks", "akey", "i8[]", "-", "state",
+    ("ks", "akey", "i8", "-", "state",
      "the key's sds and dictEntry in the arena: two arena handles (low, high 32 bits)"),
     ("ks", "attl", "i8[]", "-", "state", "its expires dictEntry (an arena handle), 0 if no TTL"),
 )
-HANDLE_FIELDS = ("akey", "attl")
+HANDLE_FIELDS = ("attl",)
 """The key table's arena handle arrays (0: no allocation)."""
 
 DICT_ENTRY = 24  # bytes: key pointer, value union, next pointer (src/dict.h)
@@ -191,6 +192,17 @@ def free_ttl(w, k):
     w.ks_attl[k] = 0
 
 
+@entry
+def _count_value_requests(vlens, counts):
+    """Add each string value's small allocations (``value_requests``) to
+    ``counts``, indexed by requested bytes (those above its length are large)."""
+    for i in range(len(vlens)):
+        obj, sds = value_requests(vlens[i], False, False)
+        counts[obj] += 1
+        if 0 < sds < len(counts):
+            counts[sds] += 1
+
+
 def key_requests(key_len: int, vlens: np.ndarray, n_ttl: int) -> tuple[np.ndarray, np.ndarray]:
     """The small allocations (requested bytes, how many of each) of string keys
     with values of ``vlens`` bytes, ``n_ttl`` of them with a TTL: what the arena's
@@ -198,11 +210,8 @@ def key_requests(key_len: int, vlens: np.ndarray, n_ttl: int) -> tuple[np.ndarra
     from redsim.model.arena import SMALL_MAX
 
     vl = np.asarray(vlens, np.int64)
-    embstr = vl <= EMBSTR_LIMIT
-    obj = np.where(embstr, ROBJ + 3 + vl + 1, ROBJ)
-    sds = (np.where(vl < 256, 3, np.where(vl < 65536, 5, 9)) + vl + 1)[~embstr]
-    counts = (np.bincount(obj, minlength=SMALL_MAX + 1)[: SMALL_MAX + 1]
-              + np.bincount(sds[sds <= SMALL_MAX], minlength=SMALL_MAX + 1))
+    counts = np.zeros(SMALL_MAX + 1, np.int64)
+    _count_value_requests(vl, counts)
     key = int(sds_header(key_len, True)) + key_len + 1
     counts[DICT_ENTRY] += len(vl) + n_ttl
     if key <= SMALL_MAX:

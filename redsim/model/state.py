@@ -44,8 +44,8 @@ from redsim.model import layout as _layout
 OWNERS = (
     "model.main_thread", "model.event_loop", "model.clients", "model.client_memory",
     "model.clients_cron", "model.client_close", "model.client_eviction", "model.protocol",
-    "model.call", "model.db", "model.objects", "model.arena", "model.rss", "model.admin",
-    "model.memory",
+    "model.call", "model.db", "model.objects", "model.arena", "model.nonfull", "model.rss",
+    "model.admin", "model.memory",
     "model.eviction", "model.lfu", "model.expire",
     "model.aof", "model.disk", "model.fork", "model.cow", "model.defrag", "model.latency",
     "model.events",
@@ -61,7 +61,7 @@ PARTS = (
     ("tb", "Tables", False, "read-only tables (commands, mixes, profiles, traces, CDFs)"),
     ("ks", "Keys", True, "a key id of db 0 (every group's key k is the same key)"),
     ("al", "Arena", False, "a jemalloc bin (a small size class), and the decay's backlog"),
-    ("sb", "Slabs", True, "a slab id of jemalloc's arena (its bin, free regions, heap links)"),
+    ("sb", "Slabs", True, "a slab id of jemalloc's arena (its bin and free regions)"),
     ("ep", "EvPool", False, "an entry of the eviction pool (EvictionPoolLRU, 16 entries)"),
     ("hp", "Heap", True, "an entry of the client-side event heap"),
     ("wh", "Wheel", True, "an entry of the timing wheel"),
@@ -159,7 +159,7 @@ EMP_MAX_POINTS = 1001  # most points in one empirical table (config/schema.py)
  Rec) = (
     namedtuple(name, [f.name for f in LAYOUT.parts[pre]]) for pre, name, _rows, _doc in PARTS)
 KEY_ROW_ABSENT = {"cost": 0, "vlen": 0, "lru": 0, "expire": np.inf, "pos": 0, "xpos": -1,
-                  "aval": 0}
+                  "aval": 0, "akey": 0}
 """The row fields of a key id with no key (``cost`` 0: absent)."""
 
 # The kernel sees one flat record: every field of the parts above, prefixed
@@ -192,6 +192,20 @@ def row_stride(name: str) -> int:
     return _STRIDE.get(name, 1)
 
 
+CACHE_LINE = 64  # bytes
+
+
+def _aligned_table(n: int, width: int) -> np.ndarray:
+    """An empty ``(n, width)`` int64 table whose first row starts on a cache
+    line: a 64-byte row (the key table's) then never straddles two lines, and
+    a 16-byte one never does either (numpy's own large buffers start 16 bytes
+    into a page)."""
+    words = CACHE_LINE // 8
+    buf = np.empty(n * width + words - 1, np.int64)
+    skip = (-buf.ctypes.data % CACHE_LINE) // 8
+    return buf[skip:skip + n * width].reshape(n, width)
+
+
 def row_table(pre: str, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Part ``pre``'s ``ROWS`` fields copied into one row-major table: the columns,
     strided views of it, by field name. ``values`` holds one equal-length array
@@ -199,7 +213,7 @@ def row_table(pre: str, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     filled in one pass."""
     row = ROWS[pre]
     n = len(values[row[0]])
-    table = np.empty((n, len(row)), np.int64)
+    table = _aligned_table(n, len(row))
     filled = n > 0 and all(values[f].strides[0] == 0 for f in row)
     if filled:
         template = np.zeros(len(row), np.int64)

@@ -1,0 +1,68 @@
+"""A bin's set of non-full slabs (redsim/model/nonfull.py) against a plain set.
+
+The bit set must answer as jemalloc's pairing heap does: the lowest member
+(``edata_heap_first``), whatever order slabs joined and left it in, for ids
+anywhere in its five levels (64^k boundaries are where a word above changes).
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from redsim.model import arena as A
+from redsim.model import nonfull
+
+N = 300_000  # slab ids: levels of 4,688, 74, 2, 1 and 1 words
+BINS = 3
+# Ids near the levels' word boundaries (63/64, 4095/4096, 262143/262144) and a few others.
+EDGES = [0, 1, 62, 63, 64, 65, 4095, 4096, 4097, 262143, 262144, N - 1]
+ids = st.one_of(st.sampled_from(EDGES), st.integers(0, N - 1))
+
+
+def _arena():
+    a = A.new_arena(False, N)
+    return a, [set() for _ in range(len(a.al_cur))]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, BINS - 1), ids, st.booleans()), max_size=80))
+def test_lowest_is_the_least_member_after_any_inserts_and_removes(ops):
+    a, sets = _arena()
+    for b, s, add in ops:
+        if add and s not in sets[b]:
+            nonfull.insert(a, b, s)
+            sets[b].add(s)
+        elif not add and s in sets[b]:
+            nonfull.remove(a, b, s)
+            sets[b].discard(s)
+        for k in range(BINS):
+            assert nonfull.lowest(a, k) == (min(sets[k]) if sets[k] else -1)
+            assert a.al_nonfull[k] == len(sets[k])
+
+
+def test_emptying_a_word_clears_it_at_every_level():
+    # One member at the top of the id range, then removed: every word of the bin
+    # is zero again (a level left set would point lowest() at an empty word).
+    a, _ = _arena()
+    nonfull.insert(a, 1, N - 1)
+    nonfull.insert(a, 1, 5)
+    assert nonfull.lowest(a, 1) == 5 and nonfull.lowest(a, 0) == -1
+    nonfull.remove(a, 1, 5)
+    assert nonfull.lowest(a, 1) == N - 1
+    nonfull.remove(a, 1, N - 1)
+    assert not a.sb_nonfull_bits.any()
+    assert nonfull.lowest(a, 1) == -1
+
+
+def test_ctz_in_python_matches_the_compiled_one():
+    # The plain-Python fallback (NUMBA_DISABLE_JIT) against the CPU's instruction,
+    # through a compiled caller, on every single-bit word and a few mixed ones.
+    import numba
+    import numpy as np
+
+    compiled = numba.njit(lambda x: nonfull.ctz(x))
+    words = [np.int64(1) << np.int64(k) for k in range(64)] + [np.int64(x) for x in (6, -4, 96)]
+    for x in words:
+        assert nonfull.ctz(x) == compiled(x)
+    assert [nonfull.ctz(np.int64(x)) for x in (6, -4, 96)] == [1, 2, 5]
