@@ -66,3 +66,33 @@ def test_ctz_in_python_matches_the_compiled_one():
     for x in words:
         assert nonfull.ctz(x) == compiled(x)
     assert [nonfull.ctz(np.int64(x)) for x in (6, -4, 96)] == [1, 2, 5]
+
+
+def test_growing_the_arena_keeps_the_non_full_set():
+    # arena.grow re-lays the bit sets out for more ids (their levels depend on
+    # the count). The same mallocs and frees on an arena grown from 64 ids to
+    # 5,064 half-way and on one made with 5,064 ids from the start must choose
+    # the same slabs: growth is bookkeeping, never placement.
+    import random
+
+    def run(grow_at: int | None):
+        a = A.new_arena(False, 64 if grow_at is not None else 5064)
+        b = A.bin_of(a, 2048)  # 2 regions per 1-page slab
+        rng = random.Random(7)
+        live, chosen = [], []
+        for step in range(400):
+            if step == grow_at:
+                a = A.grow(a, 5000)
+            if live and rng.random() < 0.4:
+                A.arena_free(a, live.pop(rng.randrange(len(live))))
+            elif len(live) < 100:  # 50+ slabs: under the 64 ids before growing
+                h = A.arena_malloc(a, b)
+                chosen.append(h)
+                live.append(h)
+        return a, chosen
+
+    grown, got = run(200)
+    plain, want = run(None)
+    assert -1 not in want and got == want
+    assert int(grown.al_nonfull[A.bin_of(grown, 2048)]) > 0  # the set was not empty
+    assert (grown.sb_nonfull_bits == plain.sb_nonfull_bits).all()
