@@ -69,6 +69,8 @@ Deviations:
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from redsim.model import nonfull
@@ -538,11 +540,18 @@ def slabs_for(sizes: np.ndarray, counts: np.ndarray | None, quantum16: bool) -> 
     return int(np.sum(-(-per_bin // tab["nregs"]) + (per_bin > 0)))
 
 
+@functools.cache
+def _standalone_type(fields: tuple[str, ...]) -> type:
+    """One namedtuple class per field list: numba compiles a function once per
+    argument type, and a new class per arena would compile it for each."""
+    from collections import namedtuple
+
+    return namedtuple("StandaloneArena", fields)
+
+
 def new_arena(quantum16: bool, max_slabs: int):
     """A stand-alone arena (for tests and sizing): a namedtuple with ``I`` and
     ``F`` and every ``al`` field, empty, with room for ``max_slabs`` slabs."""
-    from collections import namedtuple
-
     from redsim.model import state as S
 
     fields = {f"al_{f}": v for f, v in _bins(quantum16).items()}
@@ -552,8 +561,7 @@ def new_arena(quantum16: bool, max_slabs: int):
     I[S.Q16] = int(quantum16)
     I[S.AL_MAX_SLABS] = max_slabs
     I[S.AL_DECAY_MS] = 10_000
-    nt = namedtuple("StandaloneArena", ["F", "I", *fields])
-    return nt(F, I, **fields)
+    return _standalone_type(("F", "I", *fields))(F, I, **fields)
 
 
 def _bins(quantum16: bool) -> dict[str, np.ndarray]:
