@@ -96,12 +96,12 @@ def test_the_lowest_non_full_slab_takes_the_next_allocation():
     hs = [A.arena_malloc(a, b) for _ in range(48)]  # slabs 0, 1, 2 full; slabcur 2
     # Free region 5 of slab 1, then region 3 of slab 0. Slab 1 was full and is
     # lower than slabcur 2 (full): it becomes slabcur. Then slab 0, lower still,
-    # becomes slabcur and slab 1 (non-full) goes to the heap.
+    # becomes slabcur and slab 1 (non-full) joins the non-full set.
     A.arena_free(a, hs[16 + 5])
     assert a.al_cur[b] == 1
     A.arena_free(a, hs[3])
     assert a.al_cur[b] == 0 and nonfull.lowest(a, b) == 1
-    # Allocations: slab 0's free region, then (slab 0 full) the heap's lowest,
+    # Allocations: slab 0's free region, then (slab 0 full) the lowest non-full slab,
     # slab 1, then (all full) a fresh slab 3.
     assert [A.arena_malloc(a, b) for _ in range(3)] == [0, 1, 3]
 
@@ -111,7 +111,7 @@ def test_non_full_slabs_come_back_lowest_first_whatever_order_they_came_in(order
     # 10 full slabs of the 4096-B class (one region each would empty at once, so
     # use 2048 B: 2 regions per 1-page slab). Free one region of each slab in
     # the given order, then allocate: slabs come back 0, 1, 2, ... (the lowest
-    # non-full first), which a heap built in any order must give.
+    # non-full first), which the set must give whatever order they joined it in.
     a = A.new_arena(False, 32)
     b = A.bin_of(a, 2048)
     hs = [A.arena_malloc(a, b) for _ in range(20)]  # slabs 0..9, full; slabcur 9
