@@ -123,8 +123,10 @@ class Result:
     """jemalloc's small bins at each scenario event (before its command runs) and at
     the end, as ``MEMORY MALLOC-STATS`` prints them: ``time``, ``at`` (``before
     populate``, ..., ``end``), ``size`` (the class, B), ``regs`` (regions per slab),
-    ``curregs`` (regions in use), ``curslabs`` (slabs in use), ``full`` and
-    ``nonfull`` slabs; only classes with slabs in use."""
+    ``curregs`` (regions in use, the thread cache's included, as jemalloc counts
+    them), ``curslabs`` (slabs in use), ``full`` and ``nonfull`` slabs, and
+    ``tcached`` (regions the main thread's thread cache holds); only classes
+    with slabs in use."""
     slab_utilisation: pd.DataFrame = field(default_factory=pd.DataFrame)
     """Slabs in use by the share of their regions in use, at the same moments:
     ``time``, ``at``, ``lo`` < share ≤ ``hi`` (tenths), ``slabs``."""

@@ -104,13 +104,25 @@ def test_flushall_returns_the_pages_gradually_and_redis_pins_its_own_slabs(s3):
     for t, kept in ((26.5, 0.9734), (30.5, 0.4069), (44.5, 0.0)):
         assert ts.loc[t, "used_memory_rss"] - startup == pytest.approx(kept * dirty,
                                                                       abs=0.03 * dirty)
-    # What stays in use is what Redis's own allocations pin: the slabs of the empty
-    # server, class by class. (7.0.15 kept more: 111 slabs of the 16-B class, not
-    # 47, pinned by its thread cache and objects made during the run; model/arena.py
-    # states the deviation.)
-    start = s3.slabs[s3.slabs["at"] == "before populate"].set_index("size")["curslabs"]
-    end = s3.slabs[s3.slabs["at"] == "end"].set_index("size")["curslabs"]
-    assert end.to_dict() == start.to_dict()
+    # What stays in use is Redis's own allocations and the thread cache's stock:
+    # no key's region is left, so per class the regions in use are the empty
+    # server's plus the cached ones, and every slab pinned beyond the empty
+    # server's holds at least one cached region.
+    tab = s3.slabs
+    start = tab[tab["at"] == "before populate"].set_index("size")
+    end = tab[tab["at"] == "end"].set_index("size")
+    assert (end["curregs"] - start["curregs"] == end["tcached"]).all()
+    extra = end["curslabs"] - start["curslabs"]
+    assert (extra <= end["tcached"]).all()
+    # 7.0.15 on this VM (2026-11-25, 4 runs of the same steps: populate, DEL odd,
+    # MEMORY PURGE, FLUSHALL; MALLOC-STATS' curslabs): 16-B class 107-112 slabs,
+    # 32-B 172-189, 1,280-B 18-28; its empty server has 47, 40 and 1 (the model's
+    # startup, measured). Pinned beyond those, the real server's means: 63, 141
+    # and 20 slabs. The real runs spread by up to ±25 % (the 1,280-B class: 17 to
+    # 27), and the model's cache is visited by the GC less often than Redis's
+    # (only the keys' allocations drive it, model/tcache.py): within ±35 %.
+    for size, real in ((16, 63), (32, 141), (1280, 20)):
+        assert extra[size] == pytest.approx(real, rel=0.35), size
     assert s3.summary["pages_purged"] > 0
 
 

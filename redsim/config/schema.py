@@ -595,6 +595,10 @@ class Engine(_Model):
     allocator_quantum: Annotated[int, _v(_quantum)] = 8
     """jemalloc quantum, bytes: 8 for Redis's bundled jemalloc, 16 for distribution
     packages linked to the system jemalloc (`MEMORY MALLOC-STATS` prints it)."""
+    allocator_tcache: Bool = True
+    """jemalloc's thread cache (``opt.tcache``, on by default): freed regions are
+    kept per size class (up to 200) and reused first; false is
+    ``MALLOC_CONF=tcache:false``, every allocation goes to the arena's slabs."""
     allocator_dirty_decay_ms: Annotated[int, _v(parse_int, minimum=-1)] = 10000
     """jemalloc's ``dirty_decay_ms`` (set with ``MALLOC_CONF``; Redis leaves jemalloc's
     default): freed pages leave RSS along a smootherstep over this many ms; 0 at

@@ -25,10 +25,13 @@ saves in well under a millisecond); MEMORY PURGE costs no main-thread time
 
 from __future__ import annotations
 
+import numpy as np
+
 from redsim.model.aof import feed_del
 from redsim.model.arena import purge_all
 from redsim.model.commands import COMMAND_IDS
 from redsim.model.db import NO_TTL, db_add, db_delete, key_exists, resize_table
+from redsim.model.defrag import scan_position
 from redsim.model.jit import leaf, step
 from redsim.model.main_thread import busy
 from redsim.model.protocol import digits
@@ -130,12 +133,25 @@ def delete_pattern(w, lo, hi, pattern, every, fraction):
 
 @step
 def flushall(w):
-    """``FLUSHALL`` (synchronous): every key freed, then the dicts' tables."""
+    """``FLUSHALL`` (synchronous): every key freed, then the dicts' tables.
+    ``dictEmpty`` frees bucket by bucket, so in the order of the keys' hashes,
+    unrelated to the order they were written in (which decides what the thread
+    cache is left holding); the defrag scan's bijection stands for it."""
     I = w.I
     spent = 0.0
-    while I[KS_KEYS] > 0:
-        db_delete(w, w.ks_dense[I[KS_KEYS] - 1])
-        spent += _cost(w, DEL, 0)
+    n = I[KS_KEYS]
+    keys = np.empty(n, np.int64)
+    for i in range(n):
+        keys[i] = w.ks_dense[i]
+    mask = 1
+    while mask < n:
+        mask <<= 1
+    mask -= 1
+    for x in range(mask + 1):
+        p = scan_position(x, mask)
+        if p < n:
+            db_delete(w, keys[p])
+            spent += _cost(w, DEL, 0)
     resize_table(w, KS_BUCKETS, KS_BUCKETS_H, 0)
     resize_table(w, KS_EXP_BUCKETS, KS_EXP_BUCKETS_H, 0)
     feed_del(w)
@@ -171,8 +187,6 @@ def populate_rows(scenario) -> int:
 
 def populate_demand(scenario):
     """The allocations of the populate events' keys (``objects.key_requests``)."""
-    import numpy as np
-
     from redsim.model.objects import key_requests
 
     sizes, counts = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]

@@ -47,18 +47,22 @@ regions.
   0, so nothing lingers as lazily freed (``MADV_FREE``) pages.
 
 Handles: an allocation is remembered in 32 bits (two per key-row field): 0 is
-none, ``slab + 1`` a small region, ``LARGE + pages`` a large extent.
+none, ``LARGE + pages`` a large extent, and below ``LARGE`` a small region:
+its bin in the top 6 bits and ``slab + 1`` in the low 25 (``small_handle``).
+The bin in the handle is what jemalloc's free reads from its radix tree (the
+size class of a pointer's extent), so a free finds its thread-cache bin
+without reading the slab's row. 25 bits hold 33,554,431 slab ids (at least
+128 GiB of slabs); a scenario that needs more is refused (``configure``).
+
+Every allocation reaches the arena through the main thread's thread cache
+(``tcache.py``); ``zmalloc.py`` is the entry point. The functions here are
+what the thread cache calls when it fills or flushes a bin, and what Redis's
+active defrag calls directly (``zmalloc_no_tcache``).
 
 Deviations:
 
 - which region of a slab an allocation takes is not kept, only how many are
   free: jemalloc's lowest-free-region rule changes no slab's count;
-- no thread cache: jemalloc's tcache keeps up to 200 freed regions per small
-  class (``tcache_nslots_small_max``) and hands them out again first, and they
-  pin their slabs. Measured on 7.0.15 after FLUSHALL of 100K 1-KB values: 34
-  regions of the 1280-B class pinned 28 slabs (140 pages), so the model
-  understates what stays resident after mass deletes by up to ~200 slabs per
-  class touched;
 - extents are not split or coalesced by address: freed pages are a count of
   dirty pages any later slab or extent can take, whatever its size;
 - metadata is ``engine``'s base plus 128 B per slab or extent in use (jemalloc's
@@ -146,6 +150,11 @@ SMALL_MAX = 14336
 LARGE = 1 << 31
 """A handle at or above this is a large extent of ``handle - LARGE`` pages."""
 HANDLE_MASK = (1 << 32) - 1
+SLAB_BITS = 25
+"""Bits of a small handle that hold ``slab + 1``; the bin sits above them."""
+SLAB_MASK = (1 << SLAB_BITS) - 1
+MAX_SLAB_IDS = SLAB_MASK
+"""Slab ids a handle can name (0 .. ``SLAB_MASK`` - 1)."""
 EXTENT_META = 128
 """Metadata bytes per slab or extent in use (``edata_t`` and radix-tree leaves),
 measured: 7.0.15's ``resident - active`` grew 0.99 MB for ~7,900 slabs."""
@@ -291,11 +300,14 @@ def _release_slab(w, s):
 # ---- malloc and free -------------------------------------------------------------------
 
 
-@step
-def arena_malloc(w, b):
-    """A region of bin b: returns its slab, or -1 if out of slab ids."""
+@leaf
+def _slabcur(w, b):
+    """Bin b's slabcur with a free region: a full one leaves for the full list
+    and the lowest non-full slab, or else a fresh one, takes its place
+    (``arena_bin_refill_slabcur_no_fresh_slab``, ``arena_slab_alloc``). -1 if
+    out of slab ids."""
     s = w.al_cur[b]
-    if s < 0 or w.sb_nfree[s] == 0:  # slabcur full (it leaves for the full list)
+    if s < 0 or w.sb_nfree[s] == 0:
         s = nonfull.lowest(w, b)
         if s >= 0:
             nonfull.remove(w, b, s)
@@ -304,10 +316,37 @@ def arena_malloc(w, b):
             if s < 0:
                 return -1
         w.al_cur[b] = s
-    w.sb_nfree[s] -= 1
-    w.al_curregs[b] += 1
-    w.I[AL_ALLOCATED] += w.al_reg_size[b]
     return s
+
+
+@leaf
+def _take_regions(w, b, s, n):
+    """``n`` regions of slab s of bin b are handed out."""
+    w.sb_nfree[s] -= n
+    w.al_curregs[b] += n
+    w.I[AL_ALLOCATED] += n * w.al_reg_size[b]
+
+
+@step
+def arena_malloc(w, b):
+    """A region of bin b: returns its slab, or -1 if out of slab ids."""
+    s = _slabcur(w, b)
+    if s >= 0:
+        _take_regions(w, b, s, 1)
+    return s
+
+
+@step
+def arena_malloc_batch(w, b, most):
+    """Up to ``most`` regions of bin b, all from one slab, which is then the
+    bin's slabcur (a thread-cache fill: ``arena_slab_reg_alloc_batch``).
+    Returns how many (0 only if out of slab ids)."""
+    s = _slabcur(w, b)
+    if s < 0:
+        return 0
+    n = min(most, w.sb_nfree[s])
+    _take_regions(w, b, s, n)
+    return n
 
 
 @step
@@ -336,36 +375,73 @@ def arena_free(w, s):
 
 
 @leaf
-def zmalloc(w, n):
-    """Allocate ``n`` bytes as jemalloc would: a region of its size class, or a
-    large extent of whole pages. Returns the handle (0 for ``n`` ≤ 0)."""
-    if n <= 0:
-        return 0
-    if n <= SMALL_MAX:  # a table lookup, as jemalloc's sz_size2index_lookup
-        return arena_malloc(w, w.al_bin_of8[(n + 7) >> 3]) + 1  # 0 if out of slab ids
-    c = size_class(n, w.I[Q16])
-    pages = c // PAGE
+def large_malloc(w, pages):
+    """A large extent of ``pages`` pages (``src/large.c:large_malloc``)."""
     _take_pages(w, pages)
-    w.I[AL_ALLOCATED] += c
+    w.I[AL_ALLOCATED] += pages * PAGE
     return LARGE + pages
 
 
 @leaf
-def zfree(w, h):
-    """Free the allocation of handle ``h`` (0: nothing)."""
-    if h >= LARGE:
-        pages = h - LARGE
-        _give_pages(w, pages)
-        w.I[AL_ALLOCATED] -= pages * PAGE
-    elif h > 0:
-        arena_free(w, h - 1)
+def large_free(w, pages):
+    """Free a large extent of ``pages`` pages: they turn dirty (``large_dalloc``)."""
+    _give_pages(w, pages)
+    w.I[AL_ALLOCATED] -= pages * PAGE
 
 
 @leaf
-def zfree_pair(w, v):
-    """Free both allocations of a ``pair`` (either may be 0)."""
-    zfree(w, lo_handle(v))
-    zfree(w, hi_handle(v))
+def small_bin(w, n):
+    """The bin of a small request of ``n`` bytes (1 .. ``SMALL_MAX``): a table
+    lookup, as jemalloc's ``sz_size2index_lookup``."""
+    return w.al_bin_of8[(n + 7) >> 3]
+
+
+@leaf
+def large_pages(w, n):
+    """Pages of the large size class of a request of ``n`` > ``SMALL_MAX`` bytes."""
+    return size_class(n, w.I[Q16]) // PAGE
+
+
+@leaf
+def arena_zmalloc(w, n):
+    """Allocate ``n`` bytes from the arena itself, past any thread cache
+    (``mallocx(n, MALLOCX_TCACHE_NONE)``): a region of its size class, or a
+    large extent of whole pages. Returns the handle (0 for ``n`` ≤ 0, or when
+    out of slab ids)."""
+    if n <= 0:
+        return 0
+    if n <= SMALL_MAX:
+        b = small_bin(w, n)
+        s = arena_malloc(w, b)
+        return small_handle(b, s) if s >= 0 else 0
+    return large_malloc(w, large_pages(w, n))
+
+
+@leaf
+def arena_zfree(w, h):
+    """Free the allocation of handle ``h`` to the arena itself (0: nothing)."""
+    if h >= LARGE:
+        large_free(w, h - LARGE)
+    elif h > 0:
+        arena_free(w, handle_slab(h))
+
+
+@leaf
+def small_handle(b, s):
+    """The handle of a region of slab ``s`` of bin ``b``."""
+    return (b << SLAB_BITS) + s + 1
+
+
+@leaf
+def handle_slab(h):
+    """The slab of a small region's handle."""
+    return (h - 1) & SLAB_MASK
+
+
+@leaf
+def handle_bin(h):
+    """The bin of a small region's handle."""
+    return (h - 1) >> SLAB_BITS
 
 
 @leaf
@@ -422,18 +498,20 @@ def defrag_hint(w, s):
 def defrag_move(w, h):
     """``activeDefragAlloc`` for the allocation of handle ``h``: when the hint
     says so, a new region of the same class (``zmalloc_no_tcache``: slabcur or
-    the lowest non-full slab) and the old one freed. Returns the new handle, or
-    0 when it stays (a large extent never moves: the hint is for slabs only)."""
+    the lowest non-full slab) and the old one freed (``zfree_no_tcache``), both
+    past the thread cache. Returns the new handle, or 0 when it stays (a large
+    extent never moves: the hint is for slabs only)."""
     if h <= 0 or h >= LARGE:
         return 0
-    s = h - 1
+    s = handle_slab(h)
     if not defrag_hint(w, s):
         return 0
-    s2 = arena_malloc(w, w.sb_bin[s])
+    b = handle_bin(h)
+    s2 = arena_malloc(w, b)
     if s2 < 0:
         return 0
     arena_free(w, s)
-    return s2 + 1
+    return small_handle(b, s2)
 
 
 # ---- purging ---------------------------------------------------------------------------
@@ -549,18 +627,21 @@ def _standalone_type(fields: tuple[str, ...]) -> type:
     return namedtuple("StandaloneArena", fields)
 
 
-def new_arena(quantum16: bool, max_slabs: int):
+def new_arena(quantum16: bool, max_slabs: int, tcache: bool = True):
     """A stand-alone arena (for tests and sizing): a namedtuple with ``I`` and
-    ``F`` and every ``al`` field, empty, with room for ``max_slabs`` slabs."""
+    ``F`` and every ``al`` field, empty, with room for ``max_slabs`` slabs, and
+    the thread cache on or off (``zmalloc.zmalloc`` goes through it)."""
     from redsim.model import state as S
+    from redsim.model import tcache as tc
 
-    fields = {f"al_{f}": v for f, v in _bins(quantum16).items()}
+    fields = {f"al_{f}": v for f, v in {**_bins(quantum16), **tc.bins(quantum16)}.items()}
     fields.update({f"sb_{f}": v for f, v in
                    _slab_arrays(max_slabs, len(fields["al_reg_size"])).items()})
     F, I = S.new_scalars()
     I[S.Q16] = int(quantum16)
     I[S.AL_MAX_SLABS] = max_slabs
     I[S.AL_DECAY_MS] = 10_000
+    tc.start(I, tcache, quantum16)
     return _standalone_type(("F", "I", *fields))(F, I, **fields)
 
 
@@ -612,7 +693,8 @@ def slab_table(a) -> dict[str, np.ndarray]:
     """Per small class with slabs in use: region size, regions per slab, regions
     in use, slabs in use, full and partly used slabs (``MEMORY MALLOC-STATS``'
     bins table: ``curregs``, ``curslabs``, ``curslabs - nonfull_slabs``,
-    ``nonfull_slabs``)."""
+    ``nonfull_slabs``), and of the regions in use those the thread cache holds
+    (jemalloc's ``curregs`` counts them: the bin handed them out)."""
     n = int(a.I[AL_SLABS_MADE])
     sb = np.asarray(a.sb_bin[:n])
     used = sb >= 0
@@ -623,7 +705,8 @@ def slab_table(a) -> dict[str, np.ndarray]:
     keep = slabs > 0
     return {"size": np.asarray(a.al_reg_size)[keep], "regs": np.asarray(a.al_nregs)[keep],
             "curregs": np.asarray(a.al_curregs)[keep], "curslabs": slabs[keep],
-            "full": full[keep], "nonfull": (slabs - full)[keep]}
+            "full": full[keep], "nonfull": (slabs - full)[keep],
+            "tcached": np.asarray(a.al_tc_n)[:nb][keep]}
 
 
 def slab_utilisation(a) -> np.ndarray:
@@ -640,6 +723,10 @@ def grow(world, extra: int):
     ``AL_LOW``); the per-slab arrays are copied into larger ones. The caller must
     ``pack`` the new world before the kernel runs again."""
     n = len(world.sb_bin)
+    extra = min(extra, MAX_SLAB_IDS - n)
+    if extra <= 0:
+        raise RuntimeError(f"the arena used all {MAX_SLAB_IDS:,} slab ids a handle can name "
+                           "(model/arena.py, SLAB_BITS): the run needs fewer keys")
     fresh = _slab_arrays(n + extra, len(world.al_cur))
     for f, arr in fresh.items():
         if f != "nonfull_bits":
@@ -664,6 +751,11 @@ def configure(b) -> None:
         list(INTERNAL_REGIONS.values())), q16)
     spare = 5 * b.size["conns"] * b.size["max_pipeline"] + 4096
     n = internal + slabs_for(sizes, counts, q16) + 2 * spare
+    if n > MAX_SLAB_IDS:
+        raise ValueError(
+            f"the keyspace and clients of this scenario need ~{n:,} jemalloc slabs, more "
+            f"than the model's {MAX_SLAB_IDS:,} (model/arena.py, SLAB_BITS): fewer keys, "
+            "or larger values per key, would fit")
     b.fill("al", **_bins(q16))
     b.fill("sb", **_slab_arrays(n, len(small_classes(q16))))
     b.I[S.AL_MAX_SLABS] = n
@@ -682,7 +774,8 @@ def start(w, b) -> None:
 @entry
 def startup_allocs(world, sizes):
     """Allocate ``sizes`` (bytes each), keeping no handle: allocations that live
-    as long as the server."""
+    as long as the server. Past the thread cache: ``INTERNAL_REGIONS`` was
+    measured with the thread cache's stock in it, and the cache starts empty."""
     w = as_world(world)
     for i in range(len(sizes)):
-        zmalloc(w, sizes[i])
+        arena_zmalloc(w, sizes[i])

@@ -36,6 +36,7 @@ from redsim.model import (
     protocol,
     rng,
     rss,
+    tcache,
 )
 from redsim.model import state as S
 from redsim.model.blueprint import Blueprint
@@ -49,6 +50,7 @@ STEPS = (
     db.configure,  # decides key_rows (needs conns)
     memory.configure,
     arena.configure,  # needs conns, max_pipeline and db's slab_demand
+    tcache.configure,
     rss.configure,
     clients_cron.configure,
     client_eviction.configure,

@@ -42,7 +42,6 @@ import numpy as np
 
 from redsim.model import lfu
 from redsim.model.aof import feed_del
-from redsim.model.arena import zfree, zmalloc
 from redsim.model.cow import cow_touch
 from redsim.model.jit import entry, leaf, step
 from redsim.model.memory import POINTER, over_maxmemory_after_alloc, used_memory
@@ -51,11 +50,10 @@ from redsim.model.objects import (
     alloc_key,
     alloc_ttl,
     alloc_value,
-    free_key,
+    free_key_entry,
+    free_key_sds,
     free_ttl,
     free_value,
-    prefetch_key_slabs,
-    prefetch_value_slabs,
     string_key_bytes,
 )
 from redsim.model.state import (
@@ -92,6 +90,7 @@ from redsim.model.state import (
     row_table,
 )
 from redsim.model.world import as_world
+from redsim.model.zmalloc import zfree, zmalloc
 from redsim.observe.bins import count
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -278,8 +277,8 @@ def db_add(w, k, key_len, vlen, expire):
     I = w.I
     has_ttl = expire != NO_TTL
     resize_table(w, KS_BUCKETS, KS_BUCKETS_H, buckets_after_add(w, I[KS_KEYS], I[KS_BUCKETS]))
+    alloc_value(w, k, vlen, I[SHARED_INTS])  # the command's argument, made when parsed
     alloc_key(w, k, key_len)
-    alloc_value(w, k, vlen, I[SHARED_INTS])
     w.ks_pos[k] = I[KS_KEYS]
     w.ks_dense[I[KS_KEYS]] = k
     I[KS_KEYS] += 1
@@ -300,7 +299,6 @@ def db_add(w, k, key_len, vlen, expire):
 def db_delete(w, k):
     """Delete present key k (``dbSyncDelete``); returns the bytes freed."""
     I = w.I
-    prefetch_key_slabs(w, k)
     cost = w.ks_cost[k]
     I[MEM_DATASET] -= cost
     I[KS_KEYS] -= 1
@@ -310,8 +308,10 @@ def db_delete(w, k):
     w.ks_pos[last] = p
     if w.ks_xpos[k] >= 0:
         expires_remove(w, k)
+    # dbGenericDelete: the expires entry, then dictFreeUnlinkedEntry: key, value, entry.
+    free_key_sds(w, k)
     free_value(w, k)
-    free_key(w, k)
+    free_key_entry(w, k)
     w.ks_cost[k] = 0
     cow_touch(w, k, 0)  # the entry is unlinked from its bucket chain and freed
     if k >= I[KS_ONCE_LO]:  # a write-once key's row is free for the next new name
@@ -345,7 +345,6 @@ def set_key(w, k, key_len, vlen, ttl):
         db_add(w, k, key_len, vlen, expire)
         return
     # dbOverwrite keeps the key and its dictEntry, and replaces the value.
-    prefetch_value_slabs(w, k)
     had_ttl = w.ks_expire[k] != NO_TTL
     has_ttl = expire != NO_TTL
     if has_ttl and not had_ttl:

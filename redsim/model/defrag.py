@@ -56,7 +56,7 @@ key being a string.
 from __future__ import annotations
 
 from redsim.model import latency
-from redsim.model.arena import defrag_move, hi_handle, lo_handle, pair
+from redsim.model.arena import defrag_move, handle_bin, hi_handle, lo_handle, pair
 from redsim.model.jit import leaf, step
 from redsim.model.rss import allocator_active, allocator_allocated
 from redsim.model.state import (
@@ -82,9 +82,11 @@ from redsim.model.state import (
     STAT_DF_KEY_MISSES,
     STAT_DF_MISSES,
     STAT_DF_SCANNED,
+    TC_ON,
     WI_DF_HITS,
     T,
 )
+from redsim.model.tcache import alloc_event, dalloc_event
 from redsim.observe.bins import count
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -184,7 +186,11 @@ def _move(w, h):
         if h > 0:
             w.I[STAT_DF_MISSES] += 1
         return 0, 0.0
-    return h2, w.F[C_DF_MOVE] + w.al_reg_size[w.sb_bin[h2 - 1]] / COPY_BYTES_PER_S
+    usize = w.al_reg_size[handle_bin(h2)]
+    if w.I[TC_ON]:  # zmalloc_no_tcache and zfree_no_tcache still tick the GC's clocks
+        alloc_event(w, usize)
+        dalloc_event(w, usize)
+    return h2, w.F[C_DF_MOVE] + usize / COPY_BYTES_PER_S
 
 
 @leaf

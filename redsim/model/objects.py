@@ -23,22 +23,24 @@ Reference §3.4–3.5 (64-bit, no cluster mode), every allocation rounded by
 Bucket arrays (8 bytes per bucket, a power of two) are per dict, not per key:
 see ``db.py``.
 
-Each of those allocations is also placed in jemalloc's arena (``arena.py``) and
-remembered by key id (``aval`` and ``akey`` in the key's row, ``attl`` in an
-array beside it), so that freeing a key frees the regions it holds in the slabs it
-holds them in. A value is
-allocated before the old one is freed (``dbOverwrite`` frees the old value once
-the new one is in place).
+Each of those allocations is also placed in jemalloc's arena (``zmalloc.py``:
+through the main thread's thread cache) and remembered by key id (``aval`` and
+``akey`` in the key's row, ``attl`` in an array beside it), so that freeing a
+key frees the regions it holds in the slabs it holds them in. The order is
+Redis's, which decides what the thread cache hands out next: a SET's value is
+made when its command is parsed (the sds, then the robj), then ``dbAdd``'s key
+sds and dictEntry; ``dbOverwrite`` frees the old value once the new one is in
+place; a delete frees the key sds, the value, then the entry.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from redsim.model.arena import LARGE, hi_handle, lo_handle, pair, zfree, zfree_pair, zmalloc
+from redsim.model.arena import hi_handle, lo_handle, pair
 from redsim.model.jemalloc import size_class
 from redsim.model.jit import entry, leaf
-from redsim.model.world import prefetch
+from redsim.model.zmalloc import zfree, zfree_pair, zmalloc
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
 # says what each entry holds: where, name, dtype, unit, kind, doc).
@@ -125,57 +127,42 @@ def string_keys_bytes(key_len, vlens, has_ttl, quantum16):
 
 
 @leaf
-def _prefetch_slab(w, h):
-    if 0 < h < LARGE:
-        prefetch(w.sb_bin, h - 1)
-
-
-@leaf
-def prefetch_value_slabs(w, k):
-    """Start loading the slab rows key k's value lives in: a free of a random key's
-    region misses the cache, and starting the misses together overlaps them."""
-    v = w.ks_aval[k]
-    _prefetch_slab(w, lo_handle(v))
-    _prefetch_slab(w, hi_handle(v))
-
-
-@leaf
-def prefetch_key_slabs(w, k):
-    """``prefetch_value_slabs`` and the slabs of its entry, key sds and TTL entry."""
-    prefetch_value_slabs(w, k)
-    v = w.ks_akey[k]
-    _prefetch_slab(w, lo_handle(v))
-    _prefetch_slab(w, hi_handle(v))
-    _prefetch_slab(w, w.ks_attl[k])
-
-
-@leaf
 def alloc_key(w, k, key_len):
-    """``dbAdd``'s dictEntry and key sds (``sdsdup``) for key k."""
-    entry = zmalloc(w, DICT_ENTRY)
+    """``dbAdd``'s key sds (``sdsdup``), then its dictEntry (``dictAddRaw``), for key k."""
+    key = zmalloc(w, sds_header(key_len, True) + key_len + 1)
     # The handle that may be a large extent goes low: a high one must stay < 2^31.
-    w.ks_akey[k] = pair(zmalloc(w, sds_header(key_len, True) + key_len + 1), entry)
+    w.ks_akey[k] = pair(key, zmalloc(w, DICT_ENTRY))
 
 
 @leaf
-def free_key(w, k):
-    zfree_pair(w, w.ks_akey[k])
+def free_key_sds(w, k):
+    """The key's sds, freed first when a key is deleted (``dictFreeKey``)."""
+    zfree(w, lo_handle(w.ks_akey[k]))
+
+
+@leaf
+def free_key_entry(w, k):
+    """The key's dictEntry, freed last (after ``dictFreeVal``)."""
+    zfree(w, hi_handle(w.ks_akey[k]))
     w.ks_akey[k] = 0
 
 
 @leaf
 def alloc_value(w, k, vlen, shared):
-    """A new value object for key k (``vlen`` < 0: an integer); the old one, if
-    any, is freed after it."""
+    """A new value object for key k (``vlen`` < 0: an integer), as the query
+    parser makes it (``createRawStringObject``: the sds, then the robj; an
+    embstr is one allocation); the old one, if any, is freed after it
+    (``dbOverwrite``'s ``decrRefCount``: the sds, then the robj)."""
     obj, sds = value_requests(vlen if vlen > 0 else 0, vlen < 0, shared)
-    h_obj = zmalloc(w, obj)
+    h_sds = zmalloc(w, sds)
     old = w.ks_aval[k]
-    w.ks_aval[k] = pair(zmalloc(w, sds), h_obj)
+    w.ks_aval[k] = pair(h_sds, zmalloc(w, obj))
     zfree_pair(w, old)
 
 
 @leaf
 def free_value(w, k):
+    """``decrRefCount`` of key k's value: its sds, then its robj."""
     zfree_pair(w, w.ks_aval[k])
     w.ks_aval[k] = 0
 

@@ -47,6 +47,7 @@ import numpy as np
 from redsim.model import state as S
 from redsim.model.call import zipf_cdf
 from redsim.model.db import next_power, preload
+from redsim.model.jit import entry
 from redsim.model.memory import POINTER, STARTUP_BYTES
 from redsim.model.objects import string_keys_bytes
 from redsim.model.sizing import (
@@ -57,7 +58,7 @@ from redsim.model.sizing import (
     stream_rates,
     write_ttl,
 )
-from redsim.model.world import pack
+from redsim.model.world import as_world, pack, prefetch
 
 PRELOAD_STREAM = 0x5052454C  # "PREL": the preload's own SeedSequence spawn key
 PRELOAD_AGE = 3600  # s: without a known rate, keys without a TTL were last touched
@@ -156,6 +157,14 @@ def _warn_trimmed(grp, scenario, m: int, costs: np.ndarray, keep: np.ndarray) ->
         "(keyspace.preload-limit above 1 lets a run start past maxmemory)"), stacklevel=2)
 
 
+def _sorted_uniforms(rng: np.random.Generator, n: int) -> np.ndarray:
+    """``n`` uniforms on [0, 1) in ascending order, without sorting: the partial
+    sums of ``n + 1`` standard exponentials over their total have the joint law
+    of uniform order statistics (Rényi's representation)."""
+    c = np.cumsum(rng.standard_exponential(n + 1))
+    return c[:n] / c[n]
+
+
 def _generator(seed: int, part: int) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(
         np.random.SeedSequence(seed, spawn_key=(PRELOAD_STREAM, part))))
@@ -231,7 +240,7 @@ def plan(scenario, seed: int) -> list[GroupPreload | None]:
                 once_vlens = _vlens(rng, grp, int(round(once_rate * span)))
         n_once = len(once_vlens)
         planned += m + n_once
-        ages = np.sort(rng.random(n_once)) * (n_once / once_rate if n_once else 0.0)
+        ages = _sorted_uniforms(rng, n_once) * (n_once / once_rate if n_once else 0.0)
         plans.append(GroupPreload(
             key_len=grp.key_size, keys=keys, vlens=vlens, expires=expires,
             lrus=lrus.astype(np.int64),
@@ -259,6 +268,31 @@ def write_once_rows(plans: list[GroupPreload | None], scenario, conns: int,
     return preloaded, spare, low
 
 
+AHEAD = 16
+"""How far ahead ``shuffle_expires`` starts loading what its random accesses need."""
+
+
+@entry
+def shuffle_expires(world, u):
+    """Put the expires dict's ``len(u)`` entries in a random order (Fisher-Yates
+    in place, ``u`` the uniforms in [0, 1) it draws by), and tell each key its
+    place. Every random access is a cache miss in arrays of the keyspace's
+    size, so each is prefetched ``AHEAD`` steps before it is made."""
+    w = as_world(world)
+    n = len(u)
+    for i in range(n - 1, 0, -1):
+        if i > AHEAD:
+            prefetch(w.ks_xdense, np.int64(u[i - AHEAD] * (i - AHEAD + 1)))
+        j = np.int64(u[i] * (i + 1))
+        t = w.ks_xdense[i]
+        w.ks_xdense[i] = w.ks_xdense[j]
+        w.ks_xdense[j] = t
+    for j in range(n):
+        if j + AHEAD < n:
+            prefetch(w.ks_xpos, w.ks_xdense[j + AHEAD])
+        w.ks_xpos[w.ks_xdense[j]] = j
+
+
 def apply(w: S.World, plans: list[GroupPreload | None], scenario, seed: int,
           once_lo: int) -> None:
     """Add the planned keys to the world's keyspace, group by group (its key ids,
@@ -283,10 +317,7 @@ def apply(w: S.World, plans: list[GroupPreload | None], scenario, seed: int,
             row += preload(ref, rows, p.once_vlens, p.once_expires, p.once_lrus, p.key_len,
                            limit)
     w.I[S.KS_APPEND_EXPIRES] = 0
-    n = int(w.I[S.KS_EXPIRES])
-    order = w.ks_xdense[:n][rng.permutation(n)]
-    w.ks_xdense[:n] = order
-    w.ks_xpos[order] = np.arange(n, dtype=np.int64)
+    shuffle_expires(ref, rng.random(int(w.I[S.KS_EXPIRES])))
     free = np.arange(len(w.ks_cost) - 1, row - 1, -1, dtype=np.int64)  # lowest popped first
     w.ks_free[:len(free)] = free
     w.I[S.KS_FREE_N] = len(free)
