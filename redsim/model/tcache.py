@@ -256,25 +256,28 @@ def gc(w):
 
 
 @leaf
-def alloc_event(w, usize):
-    """The ``tcache_gc`` event's clock: ``usize`` bytes were allocated."""
+def _tick(w, wait, usize):
+    """A thread event's clock ``I[wait]``: ``usize`` bytes went by; once the wait
+    is used up the GC runs and the wait starts again (the excess is not carried,
+    as ``te_event_trigger`` resets it)."""
     I = w.I
-    if usize >= I[TC_ALLOC_WAIT]:
-        I[TC_ALLOC_WAIT] = GC_INCR_BYTES
+    if usize >= I[wait]:
+        I[wait] = GC_INCR_BYTES
         gc(w)
     else:
-        I[TC_ALLOC_WAIT] -= usize
+        I[wait] -= usize
+
+
+@leaf
+def alloc_event(w, usize):
+    """The ``tcache_gc`` event's clock: ``usize`` bytes were allocated."""
+    _tick(w, TC_ALLOC_WAIT, usize)
 
 
 @leaf
 def dalloc_event(w, usize):
     """The ``tcache_gc_dalloc`` event's clock: ``usize`` bytes were freed."""
-    I = w.I
-    if usize >= I[TC_DALLOC_WAIT]:
-        I[TC_DALLOC_WAIT] = GC_INCR_BYTES
-        gc(w)
-    else:
-        I[TC_DALLOC_WAIT] -= usize
+    _tick(w, TC_DALLOC_WAIT, usize)
 
 
 # ---- tables and configuration (Python) ---------------------------------------------------
