@@ -31,7 +31,7 @@ from redsim.model.aof import feed_del
 from redsim.model.arena import purge_all
 from redsim.model.commands import COMMAND_IDS
 from redsim.model.db import NO_TTL, db_add, db_delete, key_exists, resize_table
-from redsim.model.defrag import scan_position
+from redsim.model.defrag import scan_mask, scan_position
 from redsim.model.jit import leaf, step
 from redsim.model.main_thread import busy
 from redsim.model.protocol import digits
@@ -143,10 +143,7 @@ def flushall(w):
     keys = np.empty(n, np.int64)
     for i in range(n):
         keys[i] = w.ks_dense[i]
-    mask = 1
-    while mask < n:
-        mask <<= 1
-    mask -= 1
+    mask = scan_mask(n)
     for x in range(mask + 1):
         p = scan_position(x, mask)
         if p < n:

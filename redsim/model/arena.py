@@ -657,16 +657,18 @@ def _bins(quantum16: bool) -> dict[str, np.ndarray]:
                 backlog=np.zeros(SMOOTHSTEP_NSTEPS, np.int64), h_steps=H_STEPS.copy())
 
 
-def _slab_arrays(n: int, bins: int) -> dict[str, np.ndarray]:
+def _slab_arrays(n: int, bins: int, bits: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Every ``sb`` field for ``n`` free slab ids of an arena of ``bins`` bins,
     the row fields stored by rows (``state.row_table``: a slab's bin and free
-    count share 16 bytes, so a free of a random key's region costs one miss)."""
+    count share 16 bytes, so a flush's region costs one miss); ``bits``: the
+    non-full bit sets if already built (``nonfull.build``), else empty ones."""
     from redsim.model.state import row_table
 
     rows = row_table("sb", {"bin": np.broadcast_to(np.int64(-1), (n,)),
                             "nfree": np.broadcast_to(np.int64(0), (n,))})
     return dict(rows, free_ids=np.zeros(n, np.int64),
-                nonfull_bits=np.zeros(nonfull.words(n, bins), np.int64))
+                nonfull_bits=np.zeros(nonfull.words(n, bins), np.int64) if bits is None
+                else bits)
 
 
 def bin_of(a, size: int) -> int:
@@ -727,12 +729,12 @@ def grow(world, extra: int):
     if extra <= 0:
         raise RuntimeError(f"the arena used all {MAX_SLAB_IDS:,} slab ids a handle can name "
                            "(model/arena.py, SLAB_BITS): the run needs fewer keys")
-    fresh = _slab_arrays(n + extra, len(world.al_cur))
+    # The bit sets' levels move with the number of ids: built anew, not copied.
+    fresh = _slab_arrays(n + extra, len(world.al_cur), nonfull.build(
+        world.sb_bin, world.sb_nfree, world.al_cur, n + extra))
     for f, arr in fresh.items():
         if f != "nonfull_bits":
             arr[:n] = getattr(world, f"sb_{f}")
-    # The bit sets' levels move with the number of ids: built anew.
-    fresh["nonfull_bits"][:] = nonfull.build(world.sb_bin, world.sb_nfree, world.al_cur, n + extra)
     world.I[AL_MAX_SLABS] = n + extra
     world.I[AL_LOW] = 0
     return world._replace(**{f"sb_{f}": v for f, v in fresh.items()})

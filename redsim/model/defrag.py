@@ -168,6 +168,16 @@ def compute_defrag_cycles(w):
 
 
 @leaf
+def scan_mask(n):
+    """The mask ``scan_position`` walks to visit ``n`` positions: the least power
+    of two ≥ n, less one."""
+    mask = 1
+    while mask < n:
+        mask <<= 1
+    return mask - 1
+
+
+@leaf
 def scan_position(x, mask):
     """The dense key position the scan visits at step ``x``: a bijection of
     0..mask (mask + 1 a power of two): odd multiplications and an xor-shift,
@@ -256,10 +266,7 @@ def active_defrag_cycle(w):
             I[DF_DB] = db
             if db > 0:
                 break  # an empty database: dictScan returns cursor 0, the cycle ends
-            mask = 1
-            while mask < I[KS_KEYS]:
-                mask <<= 1
-            I[DF_MASK] = mask - 1
+            I[DF_MASK] = scan_mask(I[KS_KEYS])
         iterations = 0
         while True:
             x = I[DF_CURSOR]

@@ -84,18 +84,15 @@ def insert(w, b, s):
     """Slab s joins bin b's non-full slabs (``arena_bin_slabs_nonfull_insert``)."""
     bits = w.sb_nonfull_bits
     o = offsets(w.I[AL_MAX_SLABS])
-    base = b * o[4]
-    at = base + (s >> 6)
-    old = bits[at]
-    bits[at] = old | (ONE << (s & 63))
-    i = s >> 6
-    lvl = 0
-    while old == 0 and lvl < LEVELS - 1:  # the word was empty: say so one level up
-        at = base + o[lvl] + (i >> 6)
-        old = bits[at]
-        bits[at] = old | (ONE << (i & 63))
+    at = b * o[4]  # level 0 of bin b
+    i = s
+    for lvl in range(LEVELS):
+        old = bits[at + (i >> 6)]
+        bits[at + (i >> 6)] = old | (ONE << (i & 63))
+        if old != 0 or lvl == LEVELS - 1:  # the word was not empty: the levels above know
+            break
+        at = b * o[4] + o[lvl]
         i >>= 6
-        lvl += 1
     w.al_nonfull[b] += 1
 
 
@@ -104,18 +101,15 @@ def remove(w, b, s):
     """Slab s leaves bin b's non-full slabs (``arena_bin_slabs_nonfull_remove``)."""
     bits = w.sb_nonfull_bits
     o = offsets(w.I[AL_MAX_SLABS])
-    base = b * o[4]
-    at = base + (s >> 6)
-    new = bits[at] & ~(ONE << (s & 63))
-    bits[at] = new
-    i = s >> 6
-    lvl = 0
-    while new == 0 and lvl < LEVELS - 1:  # the word emptied: say so one level up
-        at = base + o[lvl] + (i >> 6)
-        new = bits[at] & ~(ONE << (i & 63))
-        bits[at] = new
+    at = b * o[4]  # level 0 of bin b
+    i = s
+    for lvl in range(LEVELS):
+        new = bits[at + (i >> 6)] & ~(ONE << (i & 63))
+        bits[at + (i >> 6)] = new
+        if new != 0 or lvl == LEVELS - 1:  # the word keeps members: the levels above stay
+            break
+        at = b * o[4] + o[lvl]
         i >>= 6
-        lvl += 1
     w.al_nonfull[b] -= 1
 
 

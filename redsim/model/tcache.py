@@ -203,9 +203,15 @@ def alloc_small(w, b):
 
 
 @leaf
+def _large_bin(w, pages):
+    """The tcache bin of extents of ``pages`` pages (after the small classes')."""
+    return w.I[TC_NSMALL] + pages - LARGE_MIN_PAGES
+
+
+@leaf
 def alloc_large(w, pages):
     """``tcache_alloc_large``: a cached extent of ``pages`` pages, else a new one."""
-    b = w.I[TC_NSMALL] + pages - LARGE_MIN_PAGES
+    b = _large_bin(w, pages)
     if w.al_tc_n[b] == 0:
         return large_malloc(w, pages)
     return _pop(w, b)
@@ -220,7 +226,7 @@ def free_small(w, b, h):
 @leaf
 def free_large(w, h):
     """``tcache_dalloc_large``: extent ``h`` onto its stack."""
-    b = w.I[TC_NSMALL] + (h - LARGE) - LARGE_MIN_PAGES
+    b = _large_bin(w, h - LARGE)
     _push(w, b, h, w.al_tc_max[b] >> 1)
 
 
