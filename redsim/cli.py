@@ -94,6 +94,23 @@ def summary_table(summary: dict) -> str:
             ("defrag: keys scanned / moved allocations",
              f"{summary['active_defrag_scanned']:,} / {summary['active_defrag_hits']:,}"),
         ]
+    if summary.get("host_cores") is not None or summary.get("instances", 1) > 1:
+        cores = summary.get("host_cores")
+        rows += [
+            ("instances on the host", f"{summary['instances']} on "
+             + (f"{cores} cores" if cores else "a core each")),
+            ("  per instance: throughput min / max",
+             f"{summary['instance_throughput_min_rps']:,.0f} / "
+             f"{summary['instance_throughput_max_rps']:,.0f} req/s"),
+            ("  worst instance's p99", _fmt_s(summary["instance_p99_max_s"])),
+            ("host CPU, cores: main threads / I/O threads / fork children",
+             " / ".join(f"{summary[f'host_cpu_{k}_cores']:.2f}"
+                        for k in ("redis", "io_threads", "children"))),
+            ("  softirq / hard IRQ / idle",
+             " / ".join(f"{summary[f'host_cpu_{k}_cores']:.2f}"
+                        for k in ("softirq", "irq", "idle"))),
+            ("  runnable threads (mean)", f"{summary['threads_runnable']:.2f}"),
+        ]
     if summary.get("trace_passes"):
         rows.append(("trace passes / mean time", f"{summary['trace_passes']:,} / "
                      + _fmt_s(summary["trace_pass_mean_s"])))
@@ -136,7 +153,7 @@ def _one_line_warnings(*categories: type[Warning]) -> Iterator[None]:
 
 def cmd_run(args) -> int:
     from redsim.model.jit import kernel_compiled
-    from redsim.simulation import Simulation
+    from redsim.simulation import make_simulation
 
     scenario = _load(args)
     seed = scenario.seed if args.seed is None else args.seed
@@ -148,7 +165,7 @@ def cmd_run(args) -> int:
               "a minute)...", file=sys.stderr, flush=True)
         print(f"redsim: compiled in {warm_up():.0f} s", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
-    sim = Simulation(scenario, seed=seed, progress=progress)
+    sim = make_simulation(scenario, seed=seed, progress=progress)
     t1 = time.perf_counter()
     result = sim.run()
     t2 = time.perf_counter()

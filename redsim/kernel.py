@@ -86,6 +86,41 @@ class Kernel:
         (``admin.admin_command``)."""
         admin.request(self.world, event, self.scenario)
 
+    # -- the host's view (redsim/host): CPU demand, packets, the share given ----
+
+    def cpu_account(self) -> tuple[float, float, int, int]:
+        """Counters since the start: the main thread's CPU s, its wall s running or
+        runnable, TCP segments read and sent (``main_thread``, ``netstack``)."""
+        F, I = self.world.F, self.world.I
+        return (float(F[S.CPU_USED]), float(F[S.CPU_HELD]), int(I[S.NET_RX_SEGS]),
+                int(I[S.NET_TX_SEGS]))
+
+    def io_threads_account(self) -> tuple[int, float]:
+        """The I/O threads besides the main thread (``io-threads`` - 1), and the wall s
+        they have been started (spinning on a core each) since the start
+        (``io_threads``)."""
+        F, I = self.world.F, self.world.I
+        on = float(F[S.IO_ON_TIME])
+        if I[S.IO_ACTIVE]:
+            on += max(self.now - float(F[S.IO_ON_SINCE]), 0.0)
+        return int(I[S.IO_THREADS]) - 1, on
+
+    def set_cpu_rate(self, rate: float) -> None:
+        """From the next iteration on, the main thread gets ``rate`` CPU s per wall
+        s (1: a core to itself)."""
+        self.world.F[S.CPU_SLOW] = 1.0 / rate
+
+    @property
+    def child_serialising(self) -> bool:
+        """A fork child is alive and still producing its file (CPU-bound)."""
+        return bool(self.world.I[S.CHILD] != S.CHILD_NONE and self.world.I[S.CHILD_CHUNKS] > 0)
+
+    def delay_child(self, lost: float) -> None:
+        """The fork child got ``lost`` s less CPU than its wall time: its remaining
+        chunks come that much later (``fork.py``'s timeline is CPU-bound)."""
+        if self.child_serialising:
+            self.world.F[S.CHILD_NEXT] += lost
+
     def allocator(self) -> dict[str, Any]:
         """The arena now: per small class, regions and slabs in use, full and partly
         used (``arena.slab_table``), and each slab's share of regions in use."""

@@ -26,6 +26,13 @@ CPU_COLUMNS = {"cpu_" + f.name.removeprefix("W_CPU_").lower(): S.LAYOUT.index[f.
 row of ``rc_wf``: every series its mechanism declares as ``cpu``, in row order."""
 
 
+MODEL_SOURCES = ("model", "observe", "host")
+"""The packages a run's figures depend on: the kernel's and the host's driver."""
+MODEL_SKIP = ("host/result.py",)
+"""Left out of the model version: the host's result only names and aggregates what
+the runs produced, as this module does for one run."""
+
+
 @functools.cache
 def model_version() -> str:
     """A hash of the model's code (``redsim/model``, ``redsim/observe``, without
@@ -36,7 +43,7 @@ def model_version() -> str:
     whichever numba compiled it.)"""
     from redsim.model.jit import code_hash
 
-    return code_hash()[:16]
+    return code_hash(MODEL_SOURCES, MODEL_SKIP)[:16]
 
 
 class FigureWarning(UserWarning):

@@ -146,7 +146,18 @@ def simulate(scenario: Any, seed: int | None = None, progress: bool | None = Non
 
     if not hasattr(scenario, "clients"):
         scenario = load_scenario(scenario)
-    return Simulation(scenario, seed=seed, progress=progress).run()
+    return make_simulation(scenario, seed=seed, progress=progress).run()
 
 
-__all__ = ["Simulation", "simulate", "control_timeout", "warm_up"]
+def make_simulation(scenario: Any, seed: int | None = None, progress: bool | None = None):
+    """The driver a scenario needs: ``Simulation`` for one instance with cores to
+    spare (``run`` gives a ``Result``), ``redsim.host.HostSimulation`` for several
+    instances or shared cores (``run`` gives a ``HostResult``)."""
+    from redsim.host.simulation import HostSimulation, uses_host
+
+    if uses_host(scenario):
+        return HostSimulation(scenario, seed=seed, progress=progress)
+    return Simulation(scenario, seed=seed, progress=progress)
+
+
+__all__ = ["Simulation", "make_simulation", "simulate", "control_timeout", "warm_up"]

@@ -13,8 +13,9 @@ is not stale needs no rerun.
 What is here (see results/README.md): a run folder per shipped scenario (S0:
 GitLab 2022 and its TTL-8h fix; the persistence runs of seeds S1 and S2, made by
 ``results/persistence.py``; seed S3's fragmentation run; the web-cache and
-open-loop-ramp examples), and
-every shipped S0 sweep shortened to 10 simulated minutes.
+open-loop-ramp examples),
+every shipped S0 sweep shortened to 10 simulated minutes, and seed S4's
+instances-per-host sweep with its figure (``results/s4.py``).
 """
 
 from __future__ import annotations
@@ -98,7 +99,10 @@ SWEEPS = [
     SweepResult("sweeps/s0-ttl-10m", "s0-ttl.yaml", ("duration=10m",), 1),
     SweepResult("sweeps/s0-connections-10m", "s0-connections.yaml", ("duration=10m",), 1),
     SweepResult("sweeps/s0-fsync-10m", "s0-fsync.yaml", ("duration=10m",), 1),
+    SweepResult("s4-multi-instance", "s4-instances.yaml", (), 2),
 ]
+FIGURES = {"s4-multi-instance": "s4"}
+"""Sweep folders whose figure a script of this folder draws (``<script>.figure()``)."""
 
 
 def _run_folder(r: RunResult) -> None:
@@ -167,6 +171,9 @@ def main() -> int:
         if s.folder in stale:
             print(f"results/{s.folder} ...", flush=True)
             _sweep(s)
+            if s.folder in FIGURES:
+                sys.path.insert(0, str(HERE))
+                __import__(FIGURES[s.folder]).figure()
     print(f"done in {time.perf_counter() - t0:.0f} s; regenerated {len(todo)} results")
     return 0
 

@@ -53,6 +53,16 @@ def _needs_redis(request):
         pytest.skip(f"no real Redis on this machine: {exc}")
 
 
+def _wanted_since() -> float:
+    """When a live test asked for quiet (``_WANT``'s mtime), or 0 if none is asking.
+    The live test removes the file when it gets the lock, possibly between a check
+    that it exists and a read of its time, so one stat answers both."""
+    try:
+        return _WANT.stat().st_mtime
+    except FileNotFoundError:
+        return 0.0
+
+
 @pytest.fixture(autouse=True)
 def _measurement_quiet(request, _needs_redis):
     _DIR.mkdir(exist_ok=True)
@@ -65,7 +75,7 @@ def _measurement_quiet(request, _needs_redis):
             finally:
                 _WANT.unlink(missing_ok=True)
         else:
-            while _WANT.exists() and time.time() - _WANT.stat().st_mtime < _STALE_S:
+            while time.time() - _wanted_since() < _STALE_S:
                 time.sleep(0.05)
             fcntl.flock(f, fcntl.LOCK_SH)
         try:

@@ -106,6 +106,7 @@ MODELLED_DIRECTIVES: frozenset[str] = frozenset(
         "disable-thp",
         "save",
         "io-threads",
+        "io-threads-do-reads",
         "client-query-buffer-limit",
         "proto-max-bulk-len",
         "maxmemory-clients",
@@ -378,7 +379,6 @@ NOT_YET_MODELLED: dict[str, str] = {
     "lazyfree-lazy-expire": "expired keys are freed on the main thread (no lazyfree thread)",
     "lazyfree-lazy-server-del": "overwritten keys are freed on the main thread",
     "lazyfree-lazy-user-del": "DEL frees on the main thread",
-    "io-threads": "the main thread does every read and write (no I/O threads)",
 }
 """Directives of ``MODELLED_DIRECTIVES`` that are checked and documented like the
 others but not modelled yet, with what the model does instead: a value other than
@@ -410,7 +410,5 @@ ANSWER_CHANGING: frozenset[str] = frozenset(
         "min-slaves-to-write",
         # Keyspace notifications cost a publish per event.
         "notify-keyspace-events",
-        # Threaded reads change what the main thread does per request.
-        "io-threads-do-reads",
     }
 )

@@ -356,8 +356,13 @@ class Server(_Model):
     )
     """RDB save points as (seconds, changes) pairs; [] = no snapshots."""
     io_threads: Annotated[int, _v(parse_int, minimum=1, maximum=128)] = 1
-    """Threads writing replies (and with ``io-threads-do-reads``, reading). Checked,
-    not modelled yet (the main thread does every read and write; more than 1 warns)."""
+    """Threads writing replies (and with ``io-threads-do-reads``, reading and parsing),
+    the main thread included, as Redis 6/7 does it (``model/io_threads.py``): used
+    when at least 2 x io-threads clients have replies pending; while in use each
+    I/O thread keeps a core busy."""
+    io_threads_do_reads: Bool = False
+    """With ``io-threads`` > 1, the I/O threads also read and parse the queries; the
+    main thread still executes every command."""
     client_query_buffer_limit: Annotated[int, _v(parse_size)] = 1024**3
     """Per-client query buffer cap, bytes (at least 1mb). A client whose query buffer
     passes it after a read is closed: its request fails."""
@@ -617,8 +622,51 @@ class Disk(_Model):
     """Sequential write bandwidth, bytes/s (`200mb/s`); None = the preset's."""
 
 
+class HostNetwork(_Model):
+    """The kernel's network work per packet (``redsim/host/network.py``): interrupt
+    and softirq CPU charged to the host's cores, ahead of every thread."""
+
+    per_rx: CostUs = 1.5
+    """Softirq CPU per TCP segment received (NAPI poll, IP/TCP input, waking the
+    reader), µs."""
+    per_tx: CostUs = 0.5
+    """Softirq CPU per segment sent (transmit completion, freeing the buffer), µs."""
+    per_interrupt: CostUs = 2.0
+    """CPU per hardware interrupt taken, µs (entry, handler, exit; on a VM guest
+    also the exit to the hypervisor)."""
+    coalesce: CostUs = 0.0
+    """Interrupt moderation per NIC queue, µs (ethtool ``rx-usecs``): a queue fires
+    at most once per this delay, so at high packet rates one interrupt serves
+    many packets; 0 = an interrupt per packet."""
+    queues: NonNegInt = 0
+    """NIC queues the packets spread over (RSS); 0 = one per core."""
+
+
 class Host(_Model):
-    """The machine Redis runs on: what fork() and copy-on-write cost (``model/fork.py``)."""
+    """The machine Redis runs on: its cores and their scheduler (``redsim/host``),
+    what fork() and copy-on-write cost (``model/fork.py``)."""
+
+    cores: Annotated[int | None, _v(_optional(partial(parse_int, minimum=1,
+                                                      maximum=4096)))] = None
+    """Cores the host's threads share (``redsim/host/scheduler.py``): every
+    instance's main thread, fork children and the kernel's network work. None
+    (the default): every thread has a core to itself and the kernel's network
+    work costs Redis nothing."""
+    quantum: Seconds = 0.0
+    """Scheduling quantum when threads outnumber cores, s: 0 = processor sharing
+    (every runnable thread progresses at its share at every instant); > 0 = round
+    robin turns of this much CPU (CFS's ``sched_min_granularity`` / EEVDF's
+    ``sched_base_slice`` is 0.75 ms x (1 + ilog2(min(cores, 8))): 2.25 ms on 4-7
+    cores, 3 ms on 8 or more; kernel/sched/fair.c)."""
+    context_switch: Seconds = 3.8e-6
+    """CPU lost per involuntary context switch (a preempted turn), s; with
+    ``quantum`` > 0. The default is the direct cost Li, Ding and Shen measured
+    ("Quantifying the cost of context switch", ExpCS 2007); refilling the caches
+    after it can cost far more."""
+    scheduler_window: PositiveSeconds = 1e-3
+    """How often the host re-divides its cores among the runnable threads, s: the
+    threads' demand is measured over one window and sets their shares in the next."""
+    network: HostNetwork = Field(default_factory=HostNetwork)
 
     transparent_huge_pages: Annotated[Thp, _literal(Thp)] = "madvise"
     """/sys/kernel/mm/transparent_hugepage/enabled. Redis's heap uses 2 MB pages only
@@ -1343,6 +1391,10 @@ class Scenario(_Model):
     calibration: str | None = None
     """A calibration file from ``redsim calibrate`` whose values fill ``engine``,
     ``disk`` and ``host`` below this file's own keys (path as resolved by the loader)."""
+    instances: Annotated[int, _v(parse_int, minimum=1, maximum=256)] = 1
+    """Redis instances on the host, each with ``server`` and an even share of the
+    clients, keyspace and ``maxmemory`` (``redsim/host/instances.py``: seed S4's
+    partitioning). With more than one, ``simulate`` returns a ``HostResult``."""
     server: Server = Field(default_factory=Server)
     engine: Engine = Field(default_factory=Engine)
     network: Network = Field(default_factory=Network)
@@ -1434,6 +1486,15 @@ class Scenario(_Model):
             raise BadValue("maxmemory-clients 0 with redis-version 6.2 (client eviction is new "
                            "in Redis 7.0)", show(self.server.maxmemory_clients),
                            field=("server", "maxmemory-clients"))
+        n = self.instances
+        for i, group in enumerate(self.clients):
+            if n > 1 and group.kind != "open" and group.processes < n:
+                raise BadValue(f"at least {n} processes (instances: {n} deals each instance "
+                               "its share of a group's processes)", show(group.processes),
+                               field=("clients", i, "processes"))
+            if n > 1 and group.keyspace.keys < n:
+                raise BadValue(f"at least {n} keys (instances: {n} splits the keyspace)",
+                               show(group.keyspace.keys), field=("clients", i, "keyspace", "keys"))
         total = sum(g.processes * g.pool.max_size for g in self.clients)
         if total > self.server.maxclients:
             raise BadValue(

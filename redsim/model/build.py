@@ -31,7 +31,9 @@ from redsim.model import (
     eviction,
     expire,
     fork,
+    io_threads,
     latency,
+    main_thread,
     memory,
     protocol,
     rng,
@@ -44,6 +46,7 @@ from redsim.model.rng import RandomStreams
 from redsim.observe import bins
 
 STEPS = (
+    main_thread.configure,  # a core to itself until the host says otherwise
     disk.configure,  # first: its fsync table is the first empirical table
     clients.configure,  # decides conns, slots, pools, groups
     call.configure,
@@ -65,6 +68,7 @@ STEPS = (
     aof.configure,
     fork.configure,  # needs key_rows
     event_loop.configure,
+    io_threads.configure,
 )
 """Every mechanism's configure step, in the order they run."""
 

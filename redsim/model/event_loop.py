@@ -75,7 +75,7 @@ timer due exactly at a poll runs after that poll's file events.
 
 from __future__ import annotations
 
-from redsim.model import client_close, client_memory, clients_cron, events
+from redsim.model import client_close, client_memory, clients_cron, events, io_threads, netstack
 from redsim.model.admin import admin_command
 from redsim.model.aof import aof_cron, flush_append_only_file
 from redsim.model.arena import decay_cron
@@ -120,16 +120,21 @@ from redsim.model.state import (
     CE_LIMIT,
     CONFIG_MAX_HZ,
     CONNECTED,
+    CPU_SLOW,
     CRON_WHEN,
     CRONLOOPS,
     DIST_EXP,
     DYN_HZ,
     EV_ARRIVE,
+    EV_REPLY,
     EV_TIMER,
     FORK_REQ,
     HZ,
     HZ_CONF,
     IN_FLIGHT,
+    IO_PHASE,
+    IO_READ_N,
+    IO_THREADS,
     KIND_TRACE,
     LINE_REPLY,
     LRU_CLOCK,
@@ -423,7 +428,11 @@ def read_query_from_client(w, c):
         executed += 1
     if not gone:
         client_memory.query_buffer_filled(w, c, buffered + nread)
-    busy(w, W_CPU_READ, F[C_READ] + F[C_READ_B] * nread)
+    if io_threads.reads_threaded(w):
+        io_threads.add_read(w, F[C_READ] + F[C_READ_B] * nread)
+    else:
+        busy(w, W_CPU_READ, F[C_READ] + F[C_READ_B] * nread)
+    netstack.received(w, nread)
     busy(w, W_CPU_COMMANDS, cpu)
     if evict_cpu > 0.0:
         busy(w, W_CPU_EVICTION, evict_cpu)
@@ -477,7 +486,12 @@ def write_to_client(w, c):
             I[MAXMEMORY] > 0 and used_memory(w) >= I[MAXMEMORY]):
         nbytes = NET_MAX_WRITES_PER_EVENT
     calls = writes_62(w, c, nbytes) if I[REDIS_62] else 1
-    busy(w, W_CPU_WRITE, F[C_WRITE] * calls + F[C_WRITE_B] * nbytes)
+    cost = F[C_WRITE] * calls + F[C_WRITE_B] * nbytes
+    if I[IO_PHASE]:  # on an I/O thread's clock; the main thread's time is the pass's
+        F[T] += cost * F[CPU_SLOW]
+    else:
+        busy(w, W_CPU_WRITE, cost)
+    netstack.sent(w, nbytes, calls)
     w.cn_reply_bytes[c] -= nbytes
     client_memory.update(w, c)
     if w.cn_reply_bytes[c] > 0:
@@ -486,14 +500,21 @@ def write_to_client(w, c):
         # The request's last reply byte left: it reaches the client half an RTT later.
         add_interval(w, W_IN_SERVER, w.cn_t_arrive[c], F[T])
         w.cn_t_arrive[c] = -1.0  # left the server; `finish` must not count it again
-        events.line_push(w, LINE_REPLY, F[T] + F[RTT_HALF], c)
+        if I[IO_PHASE]:  # the threads' replies leave out of order: the wheel sorts them
+            events.push(w, F[T] + F[RTT_HALF], EV_REPLY, c)
+        else:
+            events.line_push(w, LINE_REPLY, F[T] + F[RTT_HALF], c)
     return True
 
 
 @step
 def handle_clients_with_pending_writes(w):
-    """beforeSleep's reply writes, in the order clients were queued."""
+    """beforeSleep's reply writes, in the order clients were queued; by the I/O
+    threads when there are enough (``io_threads.py``)."""
     I = w.I
+    if io_threads.stop_if_needed(w):
+        threaded_writes(w)
+        return
     n = I[PW_N]
     keep = 0
     for k in range(n):
@@ -504,6 +525,35 @@ def handle_clients_with_pending_writes(w):
             w.pw[keep] = c
             keep += 1
     I[PW_N] = keep
+
+
+@step
+def threaded_writes(w):
+    """``handleClientsWithPendingWritesUsingThreads``: client k of the pending list
+    is written by thread k mod N from the pass's start, each thread in order; the
+    main thread writes its own share and spins until the last thread is done."""
+    F = w.F
+    I = w.I
+    n = I[PW_N]
+    nth = I[IO_THREADS]
+    t0 = F[T]
+    clocks = io_threads.thread_clocks(w)
+    I[IO_PHASE] = 1
+    keep = 0
+    for k in range(n):
+        c = w.pw[k]
+        th = k % nth
+        F[T] = clocks[th]
+        if write_to_client(w, c):
+            w.cn_in_pw[c] = 0
+        else:
+            w.pw[keep] = c
+            keep += 1
+        clocks[th] = F[T]
+    I[PW_N] = keep
+    I[IO_PHASE] = 0
+    F[T] = t0
+    io_threads.held_until(w, W_CPU_WRITE, clocks.max())
 
 
 # ---- the ready list and the poll ------------------------------------------------
@@ -682,6 +732,8 @@ def run(world, t_stop):
             I[READY_PASS] -= 1
             c = ready_pop(w)
             read_query_from_client(w, c)
+        if I[IO_READ_N] > 0:  # the main thread waits for the I/O threads' reads
+            io_threads.finish_reads(w, W_CPU_READ)
         # Time events, newest timer first (ae inserts at the list head).
         if I[FORK_REQ]:  # a scenario event's BGSAVE / BGREWRITEAOF, read with the rest
             fork_command(w)

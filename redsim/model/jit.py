@@ -47,14 +47,18 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
 
 
 @functools.cache
-def code_hash() -> str:
-    """sha256 (hex) of the code of every module in ``KERNEL_SOURCES``: each file's
+def code_hash(sources: tuple[str, ...] = KERNEL_SOURCES, skip: tuple[str, ...] = ()) -> str:
+    """sha256 (hex) of the code of every module in ``sources`` (the kernel's,
+    ``KERNEL_SOURCES``, by default; ``result.model_version`` adds the host's): each file's
     syntax tree without comments and docstrings, so documentation edits neither
     recompile the kernel nor make a run's model version (``result.model_version``)
-    look new, while any change of code does."""
+    look new, while any change of code does. ``skip``: files left out, as
+    ``"package/module.py"``."""
     h = hashlib.sha256()
-    for sub in KERNEL_SOURCES:
+    for sub in sources:
         for path in sorted((_PACKAGE / sub).glob("*.py")):
+            if f"{sub}/{path.name}" in skip:
+                continue
             h.update(f"{sub}/{path.name}\0".encode())
             h.update(ast.dump(_strip_docstrings(ast.parse(path.read_bytes()))).encode())
     return h.hexdigest()

@@ -42,8 +42,9 @@ from redsim.model import layout as _layout
 # next to its code (model/layout.py says what an entry holds). The owners are
 # read in this order, which is the layout's; nothing is counted by hand.
 OWNERS = (
-    "model.main_thread", "model.event_loop", "model.clients", "model.client_memory",
-    "model.clients_cron", "model.client_close", "model.client_eviction", "model.protocol",
+    "model.main_thread", "model.netstack", "model.io_threads", "model.event_loop",
+    "model.clients", "model.client_memory", "model.clients_cron", "model.client_close",
+    "model.client_eviction", "model.protocol",
     "model.call", "model.db", "model.objects", "model.arena", "model.nonfull", "model.tcache",
     "model.rss",
     "model.admin", "model.memory",

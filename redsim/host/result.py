@@ -1,0 +1,269 @@
+"""What a run on a host produces: each instance's ``Result`` and the host's figures.
+
+The host's ``summary`` has every key a single run's has, aggregated over the
+instances (``aggregate_summary`` says how), so the printed table, sweeps and
+the testing API read it as they read one server's; the host's own figures are
+added under ``host_*`` keys, and ``per_instance`` has one row per instance.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from redsim.model.histogram import quantiles
+from redsim.result import PERCENTILES, Latency, Result, draw_guarded
+
+HOST_COLUMNS = ("host_cpu_redis", "host_cpu_io_threads", "host_cpu_children",
+                "host_cpu_softirq", "host_cpu_irq", "host_cpu_idle", "host_threads_runnable")
+"""The host's time series columns: cores' worth of CPU (0..cores) per activity
+(the instances' main threads, their I/O threads, fork children, the kernel's
+network softirq and hard-IRQ work, idle), averaged over each sample window, and
+the mean runnable threads."""
+
+_MEAN_KEYS = ("utilisation", "commands_per_cycle", "allocator_frag_ratio_end",
+              "rss_overhead_ratio_end", "mem_fragmentation_ratio_end")
+_MAX_KEYS = ("latency_max_s", "cycle_period_s", "latest_fork_usec", "cow_peak_bytes")
+_FIRST_KEYS = ("scenario", "seed", "redis_version", "duration_s", "warmup_s",
+               "scenario_hash")
+
+
+def aggregate_summary(results: list[Result], counts: np.ndarray) -> dict[str, Any]:
+    """One summary for the instances together: counts, rates, bytes and clients
+    add up; latency percentiles come from the merged histogram ``counts`` and the
+    mean is weighted by requests; the main thread's shares (``utilisation``,
+    ``cpu_*_share``) and ratios are the instances' mean; maxima are maxima;
+    ``burst_detected`` is any instance's; memory peaks are the peaks of the
+    instances' summed series."""
+    out: dict[str, Any] = {}
+    first = results[0].summary
+    done = np.array([r.summary["requests_completed"] for r in results], dtype=float)
+    for key, v0 in first.items():
+        vals = [r.summary.get(key) for r in results]
+        if key in _FIRST_KEYS:
+            out[key] = v0
+        elif key == "burst_detected":
+            out[key] = any(bool(v) for v in vals)
+        elif key == "latency_mean_s":
+            ok = done > 0
+            out[key] = (float(np.dot(done[ok], np.array(vals, dtype=float)[ok]) / done[ok].sum())
+                        if ok.any() else float("nan"))
+        elif key.startswith("latency_p") and key.endswith("_s"):
+            continue  # from the merged histogram below
+        elif isinstance(v0, bool) or not isinstance(v0, (int, float)) or v0 is None:
+            out[key] = v0
+        elif any(v is None for v in vals):
+            out[key] = None
+        elif key in _MAX_KEYS or key.endswith("_max_s") or key.endswith("_peak"):
+            out[key] = max(vals)
+        elif key in _MEAN_KEYS or key.endswith("_share") or key.endswith("_median_s") or \
+                key.endswith("_mean_s") or key.endswith("_median") or \
+                key.endswith("_median_bytes"):
+            out[key] = float(np.mean(vals))
+        else:
+            out[key] = type(v0)(sum(vals))
+    # The host's memory peaks are those of the instances' summed series (all
+    # instances share the sample windows), not the largest single instance's.
+    for key, col in (("used_memory_peak", "used_memory"),
+                     ("used_memory_rss_peak", "used_memory_rss"),
+                     ("host_memory_peak", "host_memory")):
+        if key in out and all(col in r.timeseries for r in results):
+            out[key] = int(sum(r.timeseries[col] for r in results).max())
+    pct = quantiles(counts, list(PERCENTILES.values()))
+    for name, v in zip(PERCENTILES, pct, strict=True):
+        out[f"latency_{name}_s"] = float(v)
+    cycles = out.get("eventloop_cycles_per_sec") or 0.0
+    out["commands_per_cycle"] = out["ops_per_sec"] / cycles if cycles else 0.0
+    return out
+
+
+@dataclass
+class HostResult:
+    """The outcome of ``simulate`` for a scenario with ``instances`` > 1 or
+    ``host.cores``: the host's summary and series, and every instance's
+    ``Result`` (``instances[i]``)."""
+
+    scenario: Any
+    seed: int
+    instances: list[Result]
+    timeseries: pd.DataFrame
+    latency: Latency
+    summary: dict[str, Any]
+    per_instance: pd.DataFrame
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, scenario: Any, seed: int, results: list[Result], windows: np.ndarray,
+              instance_cpu: np.ndarray) -> HostResult:
+        """The host's result from its instances' and the scheduler's records
+        (``HostSimulation.windows`` rows and each window's per-instance CPU s)."""
+        first = results[0]
+        counts = np.sum([r.latency.counts for r in results], axis=0)
+        summary = aggregate_summary(results, counts)
+        summary["scenario"] = scenario.name
+        summary["seed"] = seed
+        summary["scenario_hash"] = _scenario_hash(scenario)
+        lat = Latency(edges=first.latency.edges, counts=counts,
+                      mean=summary["latency_mean_s"], max=summary["latency_max_s"],
+                      percentiles={k: summary[f"latency_{k}_s"] for k in PERCENTILES})
+        ts = _host_series(scenario, results, windows, instance_cpu)
+        cores = scenario.host.cores
+        post = ts.index.to_numpy() > float(scenario.warmup) + 1e-12
+        summary["instances"] = len(results)
+        summary["host_cores"] = cores
+        for col in HOST_COLUMNS:
+            v = float(ts[col][post].mean()) if post.any() else 0.0
+            summary[col.removeprefix("host_") if col == "host_threads_runnable"
+                    else col + "_cores"] = v
+        if cores:
+            for col in HOST_COLUMNS[:-1]:
+                summary[col + "_share"] = summary[col + "_cores"] / cores
+        rows = []
+        for i, r in enumerate(results):
+            s = r.summary
+            rows.append({"instance": i, "seed": r.seed, "throughput_rps": s["throughput_rps"],
+                         "latency_mean_s": s["latency_mean_s"],
+                         "latency_p99_s": s["latency_p99_s"],
+                         "latency_max_s": s["latency_max_s"],
+                         "main_thread_busy": s["utilisation"],
+                         "main_thread_cpu_cores": float(ts[f"i{i}_cpu"][post].mean())
+                         if post.any() else 0.0,
+                         "mean_connected_clients": s["mean_connected_clients"],
+                         "used_memory_peak": s["used_memory_peak"],
+                         "evicted_keys": s["evicted_keys"], "total_forks":
+                         s.get("total_forks", 0)})
+        per = pd.DataFrame(rows).set_index("instance")
+        summary["instance_throughput_min_rps"] = float(per["throughput_rps"].min())
+        summary["instance_throughput_max_rps"] = float(per["throughput_rps"].max())
+        summary["instance_p99_max_s"] = float(per["latency_p99_s"].max())
+        provenance = {**first.provenance, "seed": seed, "scenario_name": scenario.name,
+                      "scenario_hash": summary["scenario_hash"],
+                      "instance_seeds": [r.seed for r in results]}
+        return cls(scenario, seed, results, ts, lat, summary, per, provenance)
+
+    def phases(self) -> pd.DataFrame:
+        """Every instance's eviction-cycle table, with an ``instance`` column."""
+        tables = [r.phases().assign(instance=i) for i, r in enumerate(self.instances)]
+        tables = [t for t in tables if len(t)]
+        return pd.concat(tables, ignore_index=True) if tables else self.instances[0].phases()
+
+    def save(self, directory: str | Path, plots: bool = True) -> Path:
+        """Write the host's run folder: ``summary.json``, ``host_timeseries.csv``,
+        ``instances.csv``, ``latency_histogram.csv``, ``provenance.json``,
+        ``host.png`` (CPU by activity and each instance's rate and p99) and one
+        run folder per instance under ``instances/i<k>`` (their own figures only
+        with ``plots``). Data first, then figures, each on its own."""
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").write_text(json.dumps(self.summary, indent=2, default=_json))
+        self.timeseries.to_csv(out / "host_timeseries.csv", float_format="%.9g")
+        self.per_instance.to_csv(out / "instances.csv", float_format="%.9g")
+        self.latency.table().to_csv(out / "latency_histogram.csv", index=False)
+        (out / "provenance.json").write_text(json.dumps(self.provenance, indent=2))
+        for i, r in enumerate(self.instances):
+            r.save(out / "instances" / f"i{i}", plots=plots)
+        if plots:
+            draw_guarded(out / "host.png", lambda: _host_figure(self, out / "host.png"),
+                         f"the data are in {out / 'host_timeseries.csv'}")
+        return out
+
+
+def _json(v: Any) -> Any:
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating,)):
+        return float(v)
+    raise TypeError(type(v).__name__)
+
+
+def _scenario_hash(scenario: Any) -> str:
+    from redsim.config import scenario_hash
+
+    return scenario_hash(scenario)
+
+
+def _host_series(scenario: Any, results: list[Result], windows: np.ndarray,
+                 instance_cpu: np.ndarray) -> pd.DataFrame:
+    """The host's series on the instances' sample windows: requests/s and
+    commands/s added up, each instance's rate, p99 and main-thread CPU, the
+    worst instance's p99 and busiest main thread, and the host's CPU by activity
+    (cores' worth), from the scheduler's windows."""
+    idx = results[0].timeseries.index
+    ts = pd.DataFrame(index=idx)
+    for col in ("requests_per_sec", "instantaneous_ops_per_sec", "offered_per_sec",
+                "connected_clients", "used_memory", "maxmemory"):
+        if col in results[0].timeseries:
+            ts[col] = sum(r.timeseries[col] for r in results)
+    ts["latency_p99"] = np.nanmax([r.timeseries["latency_p99"] for r in results], axis=0)
+    ts["latency_max"] = np.nanmax([r.timeseries["latency_max"] for r in results], axis=0)
+    ts["cpu_idle"] = np.min([r.timeseries["cpu_idle"] for r in results], axis=0)
+    for name in ("cpu_eviction",):
+        ts[name] = np.max([r.timeseries[name] for r in results], axis=0)
+    for i, r in enumerate(results):
+        ts[f"i{i}_requests_per_sec"] = r.timeseries["requests_per_sec"]
+        ts[f"i{i}_latency_p99"] = r.timeseries["latency_p99"]
+    # The scheduler's windows, folded into the sample windows (a window straddling
+    # a sample boundary is split in proportion to its time on each side).
+    dt = float(scenario.sample_interval)
+    n = len(idx)
+    starts = np.arange(n) * dt
+    ends = np.minimum(starts + dt, float(scenario.duration))
+    length = ends - starts
+    t0, t1 = windows[:, 0], windows[:, 1]
+    cores = scenario.host.cores
+    acc = np.zeros((n, 6 + instance_cpu.shape[1]))
+    vals = np.column_stack([windows[:, 2], windows[:, 3], windows[:, 4], windows[:, 5],
+                            windows[:, 7], windows[:, 6] * (t1 - t0), instance_cpu])
+    for k in range(n):
+        lo = np.maximum(t0, starts[k])
+        hi = np.minimum(t1, ends[k])
+        frac = np.clip(hi - lo, 0.0, None) / np.maximum(t1 - t0, 1e-300)
+        acc[k] = frac @ vals
+    acc /= length[:, None]
+    ts["host_cpu_redis"] = acc[:, 0]
+    ts["host_cpu_io_threads"] = acc[:, 4]
+    ts["host_cpu_children"] = acc[:, 1]
+    ts["host_cpu_softirq"] = acc[:, 2]
+    ts["host_cpu_irq"] = acc[:, 3]
+    ts["host_cpu_idle"] = (np.clip(cores - acc[:, :5].sum(axis=1), 0.0, None)
+                           if cores else np.nan)
+    ts["host_threads_runnable"] = acc[:, 5]
+    for i in range(instance_cpu.shape[1]):
+        ts[f"i{i}_cpu"] = acc[:, 6 + i]
+    return ts
+
+
+def _host_figure(res: HostResult, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ts = res.timeseries
+    fig, (a1, a2, a3) = plt.subplots(3, 1, figsize=(9, 8), sharex=True)
+    t = ts.index.to_numpy()
+    a1.stackplot(t, ts["host_cpu_redis"], ts["host_cpu_io_threads"], ts["host_cpu_children"],
+                 ts["host_cpu_softirq"], ts["host_cpu_irq"],
+                 labels=["Redis main threads", "I/O threads", "fork children",
+                         "softirq (network)", "hard IRQ"])
+    if res.scenario.host.cores:
+        a1.axhline(res.scenario.host.cores, color="k", lw=0.8, ls="--", label="cores")
+    a1.set_ylabel("cores")
+    a1.legend(loc="upper left", fontsize=8, ncol=2)
+    n = len(res.instances)
+    for i in range(n):
+        a2.plot(t, ts[f"i{i}_requests_per_sec"] / 1e3, lw=0.8)
+        a3.plot(t, ts[f"i{i}_latency_p99"] * 1e3, lw=0.8)
+    a2.set_ylabel("requests/s per instance (K)")
+    a3.set_ylabel("p99 per instance (ms)")
+    a3.set_xlabel("time (s)")
+    fig.suptitle(f"{res.scenario.name}: {n} instance(s) on "
+                 f"{res.scenario.host.cores or 'dedicated'} cores")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

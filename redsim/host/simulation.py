@@ -1,0 +1,197 @@
+"""Run Redis instances on one host: SimPy drives their kernels window by window.
+
+No Redis source: the driver of ``redsim/host``. Each instance is a kernel of
+its own (``redsim.kernel.Kernel``, the same as a single run's). The host's
+cores are re-divided every ``host.scheduler-window`` (1 ms by default): over
+the last window each thread's CPU demand and the kernel's network work are
+measured, ``scheduler.shares`` gives each main thread and fork child its rate
+for the next window, and every kernel runs to the window's end at its rate
+(``Kernel.set_cpu_rate``). The kernels only meet at window boundaries, so
+which one runs first inside a window does not matter, and a run is
+deterministic.
+
+SimPy holds the rest, as in ``redsim/simulation.py``: the scenario's timed
+events (sent to every instance at once), the progress bar, and the host's
+loop as one process that stops at every control event.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from typing import Any
+
+import numpy as np
+import simpy
+
+from redsim.host.instances import instance_seed, split
+from redsim.host.network import NetworkCosts
+from redsim.host.scheduler import share
+from redsim.kernel import Kernel
+from redsim.simulation import Simulation, control_timeout
+
+HOST_FIELDS = ("t0", "t1", "redis_cpu", "children_cpu", "softirq_cpu", "irq_cpu",
+               "threads_runnable", "io_cpu")
+"""One row per scheduler window (``HostSimulation.windows``): its start and end
+(s), CPU s the main threads and fork children used, the kernel's network work
+(softirq and hard-IRQ CPU s), the mean number of runnable threads, and the
+CPU s of the instances' I/O threads."""
+
+
+class HostSimulation:
+    """One run of a scenario's instances on its host, with one seed."""
+
+    def __init__(self, scenario: Any, seed: int | None = None,
+                 progress: bool | None = None) -> None:
+        self.scenario = scenario
+        self.seed = scenario.seed if seed is None else int(seed)
+        n = int(scenario.instances)
+        self.parts = split(scenario) if n > 1 else [scenario]
+        seeds = [instance_seed(self.seed, i) for i in range(n)] if n > 1 else [self.seed]
+        self.kernels = [Kernel(sc, s) for sc, s in zip(self.parts, seeds, strict=True)]
+        self.seeds = seeds
+        host = scenario.host
+        self.cores = float(host.cores) if host.cores is not None else math.inf
+        self.net = NetworkCosts.from_scenario(host)
+        self.window = float(host.scheduler_window)
+        self.horizon = float(scenario.duration)
+        self.env = simpy.Environment()
+        if progress is None:
+            progress = sys.stderr.isatty() and self.horizon >= 60.0
+        self.progress = progress
+        self._bar = None
+        self.windows: list[tuple[float, ...]] = []
+        """The host's record per scheduler window (``HOST_FIELDS``)."""
+        self.instance_cpu: list[np.ndarray] = []
+        """Per window, each main thread's CPU s (the host's per-instance CPU share)."""
+        self.slab_snapshots: list[list] = [[] for _ in self.kernels]
+
+    # -- the host's loop ---------------------------------------------------------
+
+    def _host(self):
+        env = self.env
+        ks = self.kernels
+        n = len(ks)
+        last = np.array([k.cpu_account() for k in ks], dtype=float)
+        io_n = np.array([k.io_threads_account()[0] for k in ks], dtype=np.int64)
+        io_last = np.zeros(n)
+        io_rate = np.ones(n)
+        rates = np.ones(n)
+        child_rate = np.ones(n)
+        held_est = None
+        held_prev = np.zeros(n)
+        io_frac_prev = np.zeros(n)
+        clock_last = np.array([k.now for k in ks])
+        t = 0.0
+        while t < self.horizon:
+            t_next = min(t + self.window, env.peek(), self.horizon)
+            if t_next <= t:
+                t_next = min(t + self.window, self.horizon)
+            dt = t_next - t
+            serialising = [k.child_serialising for k in ks]
+            for i, k in enumerate(ks):
+                k.set_cpu_rate(rates[i])
+                if serialising[i] and child_rate[i] < 1.0:
+                    k.delay_child(dt * (1.0 - child_rate[i]))
+                if k.now < t_next:
+                    k.run_until(t_next)
+            now = np.array([k.cpu_account() for k in ks], dtype=float)
+            delta = now - last
+            last = now
+            used = delta[:, 0]
+            softirq, irq = self.net.cpu(float(delta[:, 2].sum()), float(delta[:, 3].sum()), dt)
+            children = [i for i in range(n) if serialising[i]]
+            child_cpu = float(sum(child_rate[i] for i in children)) * dt
+            # A kernel stops at an iteration's end, past the window's at times, and
+            # then sits out the next: shares are over its own clock's advance.
+            clocks = np.array([k.now for k in ks])
+            moved = clocks - clock_last
+            clock_last = clocks
+            seen = moved > 0
+            held = held_prev.copy()
+            held[seen] = np.minimum(delta[seen, 1] / moved[seen], 1.0)
+            held_prev = held
+            # Started I/O threads spin: runnable for as long as they are started.
+            io_on = np.array([k.io_threads_account()[1] for k in ks], dtype=float)
+            io_frac = io_frac_prev.copy()
+            io_frac[seen] = np.minimum((io_on - io_last)[seen] / moved[seen], 1.0)
+            io_frac_prev = io_frac
+            io_cpu = float(np.dot(io_n, (io_on - io_last) * io_rate))
+            io_last = io_on
+            io_b = np.repeat(io_frac, io_n)
+            runnable = float(held.sum() + len(children) + io_b.sum())
+            # The next window's shares, from this one's runnable shares (one
+            # window's lag), smoothed over two windows against see-saws.
+            if math.isfinite(self.cores):
+                held_est = held if held_est is None else 0.5 * (held_est + held)
+                b = np.concatenate([held_est, np.ones(len(children)), io_b])
+                free = max(self.cores - (softirq + irq) / dt, 0.01 * self.cores)
+                r = share(b, free)
+                rates = r[:n].copy()
+                child_rate = np.ones(n)
+                for j, i in enumerate(children):
+                    child_rate[i] = r[n + j]
+                # Each instance's I/O threads share one rate (they are alike).
+                io_rate = np.ones(n)
+                first = n + len(children)
+                for i in range(n):
+                    if io_n[i] > 0:
+                        io_rate[i] = r[first]
+                        first += io_n[i]
+            self.windows.append((t, t_next, float(used.sum()), child_cpu, softirq, irq,
+                                 runnable, io_cpu))
+            self.instance_cpu.append(used.copy())
+            t = t_next
+            if t < self.horizon:
+                yield env.timeout(t - env.now)
+
+    def _event(self, at: float, event):
+        """A scenario event, sent to every instance at ``at`` s (``Simulation._event``)."""
+        yield control_timeout(self.env, at)
+        for i, k in enumerate(self.kernels):
+            self.slab_snapshots[i].append((k.now, f"before {event.do}", k.allocator()))
+            if event.do in ("bgsave", "bgrewriteaof"):
+                k.request_fork(event.do)
+            else:
+                k.request_admin(event)
+
+    # The progress bar's process reads env, horizon, scenario and _bar, as here.
+    _progress = Simulation._progress
+
+    def run(self):
+        """Simulate the whole horizon and return a ``HostResult``."""
+        from redsim.host.result import HostResult
+        from redsim.result import Result
+
+        for k in self.kernels:
+            k.start()
+        if self.progress:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=self.horizon, unit="sim-s", desc=self.scenario.name,
+                             leave=False, dynamic_ncols=True,
+                             disable=os.environ.get("REDSIM_NO_PROGRESS") == "1")
+            self.env.process(self._progress())
+        for ev in self.scenario.events:
+            self.env.process(self._event(float(ev.at), ev))
+        host = self.env.process(self._host())
+        self.env.run(until=host)
+        results = []
+        for i, k in enumerate(self.kernels):
+            pending = k.finish(self.horizon)
+            self.slab_snapshots[i].append((k.now, "end", k.allocator()))
+            results.append(Result.from_world(self.parts[i], self.seeds[i], k.world, k.info,
+                                             pending, self.slab_snapshots[i]))
+        if self._bar is not None:
+            self._bar.close()
+        return HostResult.build(self.scenario, self.seed, results,
+                                np.array(self.windows, dtype=float).reshape(-1, len(HOST_FIELDS)),
+                                np.array(self.instance_cpu, dtype=float).reshape(
+                                    -1, len(self.kernels)))
+
+
+def uses_host(scenario: Any) -> bool:
+    """Whether a scenario needs the host's driver: several instances, or cores
+    shared among a host's threads."""
+    return int(scenario.instances) > 1 or scenario.host.cores is not None
