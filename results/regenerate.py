@@ -14,8 +14,9 @@ What is here (see results/README.md): a run folder per shipped scenario (S0:
 GitLab 2022 and its TTL-8h fix; the persistence runs of seeds S1 and S2, made by
 ``results/persistence.py``; seed S3's fragmentation run; the web-cache and
 open-loop-ramp examples),
-every shipped S0 sweep shortened to 10 simulated minutes, and seed S4's
-instances-per-host sweep with its figure (``results/s4.py``).
+every shipped S0 sweep shortened to 10 simulated minutes, seed S4's
+instances-per-host sweep with its figure (``results/s4.py``), and Redis 6/7's
+I/O threads on an 8-core host (``results/io_threads.py``).
 """
 
 from __future__ import annotations
@@ -100,8 +101,9 @@ SWEEPS = [
     SweepResult("sweeps/s0-connections-10m", "s0-connections.yaml", ("duration=10m",), 1),
     SweepResult("sweeps/s0-fsync-10m", "s0-fsync.yaml", ("duration=10m",), 1),
     SweepResult("s4-multi-instance", "s4-instances.yaml", (), 2),
+    SweepResult("io-threads", "io-threads.yaml", (), 1),
 ]
-FIGURES = {"s4-multi-instance": "s4"}
+FIGURES = {"s4-multi-instance": "s4", "io-threads": "io_threads"}
 """Sweep folders whose figure a script of this folder draws (``<script>.figure()``)."""
 
 
@@ -127,6 +129,11 @@ def _sweep(s: SweepResult) -> None:
     fn = find_frontier if s.frontier else run_sweep
     fn(spec, HERE / s.folder, jobs=2, resume=True, progress=True, overrides=s.options,
        replications=s.replications)
+
+
+def sweep_folder(folder: str) -> None:
+    """Run (resuming) the shipped sweep whose results live in ``folder``."""
+    _sweep(next(s for s in SWEEPS if s.folder == folder))
 
 
 def stale_items(force: bool = False) -> list[tuple[str, str]]:

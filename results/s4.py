@@ -11,11 +11,11 @@ the seed's reported figures; and ``summary.md``, the table behind it.
 
 from __future__ import annotations
 
-import json
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCENARIOS = HERE.parent / "scenarios"
+sys.path.insert(0, str(HERE))
 OUT = HERE / "s4-multi-instance"
 
 SEED_S4 = {
@@ -29,15 +29,9 @@ plot is not reproduced point by point."""
 
 
 def run() -> None:
-    from redsim.config.sweep import load_sweep
-    from redsim.result import model_version
-    from redsim.sweep.runner import run_sweep
+    import regenerate
 
-    for path in (OUT / "runs").glob("*.json"):
-        if json.loads(path.read_text()).get("model") != model_version():
-            path.unlink()
-    spec = load_sweep(SCENARIOS / "sweeps" / "s4-instances.yaml")
-    run_sweep(spec, OUT, jobs=2, resume=True, progress=True)
+    regenerate.sweep_folder("s4-multi-instance")
 
 
 def figure() -> None:
