@@ -162,15 +162,17 @@ def _explain_burst(r: Run) -> str:
 
 def assert_no_burst(scenario: ScenarioLike, *, seeds: Iterable[int] | None = None,
                     set: Sequence[str] = (), duration: Any = None,  # noqa: A002
-                    max_p99: float | None = None, max_rss: int | str | None = None,
+                    max_p99: float | str | None = None, max_rss: int | str | None = None,
                     cache: RunCache | str | os.PathLike[str] | None = None) -> list[Run]:
     """Fail if any run (one per seed; default the scenario's seed) has an eviction
-    burst, or, with ``max_p99`` (s), a p99 latency above it, or, with ``max_rss``
+    burst, or, with ``max_p99`` (s, or a duration such as ``"5ms"``), a p99 latency
+    above it, or, with ``max_rss``
     (bytes, or a size such as ``"2gb"``), a ``used_memory_rss`` peak above it.
     Returns the runs."""
-    from redsim.config.units import parse_size
+    from redsim.config.units import parse_duration, parse_size
 
     rss_limit = None if max_rss is None else parse_size(max_rss)
+    max_p99 = None if max_p99 is None else parse_duration(max_p99)
     runs = _runs(scenario, seeds, set, duration, cache)
     for r in runs:
         if r.summary.get("burst_detected"):

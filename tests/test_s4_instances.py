@@ -9,17 +9,19 @@ Tolerance ±20 %, as issue #19 sets for the seed's figures.
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import pytest
 
 from redsim import load_scenario, simulate
 
 TOL = 0.20
+SCENARIO = str(Path(__file__).resolve().parents[1] / "scenarios" / "multi-instance.yaml")
 
 
 @functools.cache
 def _run(instances: int):
-    sc = load_scenario("scenarios/multi-instance.yaml",
+    sc = load_scenario(SCENARIO,
                        overrides=["duration=3s", "warmup=1s", f"instances={instances}"])
     return simulate(sc, progress=False).summary
 
@@ -69,3 +71,15 @@ def test_interrupts_take_a_smaller_share_as_instances_batch_the_packets():
     # interrupt as the packet rate grows.
     irq = {n: _run(n)["host_cpu_irq_cores"] / _run(n)["throughput_rps"] for n in (1, 6)}
     assert irq[6] < 0.7 * irq[1]
+
+
+def test_the_qos_as_a_planners_regression_test():
+    # The testing API reads a host's result as it reads one server's: seed S4's
+    # QoS (p99 < 1 ms) holds with 6 instances and fails with 1.
+    from redsim.testing import assert_no_burst
+
+    short = ["duration=2s", "warmup=0.5s"]
+    assert_no_burst(SCENARIO, seeds=[1], set=short, max_p99="1ms")
+    with pytest.raises(AssertionError, match="p99 latency .* exceeds max_p99 1.000 ms"):
+        assert_no_burst(SCENARIO, seeds=[1],
+                        set=[*short, "instances=1"], max_p99="1ms")
