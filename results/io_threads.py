@@ -29,23 +29,15 @@ PUBLISHED = [
 """What is published about threaded I/O that this sweep can be read against."""
 
 
-def run() -> None:
-    import regenerate
-
-    regenerate.sweep_folder("io-threads")
-
-
 def figure() -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import pandas as pd
+    from matplotlib.figure import Figure  # no pyplot: no backend switched, nothing global
 
     runs = pd.read_csv(OUT / "runs.csv").sort_values("io-threads")
     n = runs["io-threads"].to_numpy()
     base = float(runs["throughput_rps"].iloc[0])
-    fig, (a1, a2) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
+    fig = Figure(figsize=(8, 7))
+    a1, a2 = fig.subplots(2, 1, sharex=True)
     a1.plot(n, runs["throughput_rps"] / 1e3, "d-", color="tab:green", label="throughput")
     a1.plot(n, 2 * base / 1e3 * (n > 1) + base / 1e3 * (n == 1), "k:", lw=1,
             label="redis.conf: \"speedup two times\"")
@@ -71,7 +63,6 @@ def figure() -> None:
     a2.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     fig.savefig(OUT / "io_threads.png", dpi=110)
-    plt.close(fig)
     lines = ["# Redis 6/7 I/O threads on an 8-core host (regenerate: "
              "`python results/io_threads.py`)", "",
              "| io-threads | throughput (req/s) | vs 1 | p99 | host CPU: main / I/O threads / "
@@ -91,8 +82,9 @@ def figure() -> None:
 
 
 def main() -> None:
-    run()
-    figure()
+    import regenerate
+
+    regenerate.sweep_folder("io-threads", figure=True)
 
 
 if __name__ == "__main__":

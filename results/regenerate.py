@@ -131,9 +131,13 @@ def _sweep(s: SweepResult) -> None:
        replications=s.replications)
 
 
-def sweep_folder(folder: str) -> None:
-    """Run (resuming) the shipped sweep whose results live in ``folder``."""
+def sweep_folder(folder: str, figure: bool = False) -> None:
+    """Run (resuming) the shipped sweep whose results live in ``folder``; with
+    ``figure``, then draw its figure (``FIGURES``)."""
     _sweep(next(s for s in SWEEPS if s.folder == folder))
+    if figure and folder in FIGURES:
+        sys.path.insert(0, str(HERE))
+        __import__(FIGURES[folder]).figure()
 
 
 def stale_items(force: bool = False) -> list[tuple[str, str]]:
@@ -177,10 +181,7 @@ def main() -> int:
     for s in SWEEPS:
         if s.folder in stale:
             print(f"results/{s.folder} ...", flush=True)
-            _sweep(s)
-            if s.folder in FIGURES:
-                sys.path.insert(0, str(HERE))
-                __import__(FIGURES[s.folder]).figure()
+            sweep_folder(s.folder, figure=True)
     print(f"done in {time.perf_counter() - t0:.0f} s; regenerated {len(todo)} results")
     return 0
 

@@ -28,22 +28,14 @@ SEED_S4 = {
 plot is not reproduced point by point."""
 
 
-def run() -> None:
-    import regenerate
-
-    regenerate.sweep_folder("s4-multi-instance")
-
-
 def figure() -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import pandas as pd
+    from matplotlib.figure import Figure  # no pyplot: no backend switched, nothing global
 
     agg = pd.read_csv(OUT / "aggregate.csv").sort_values("instances")
     n = agg["instances"].to_numpy()
-    fig, ax = plt.subplots(figsize=(8, 5.6))
+    fig = Figure(figsize=(8, 5.6))
+    ax = fig.subplots()
     ax.plot(n, agg["latency_mean_s_mean"] * 1e3, "o-", label="mean latency")
     ax.plot(n, agg["latency_p99_s_mean"] * 1e3, "s-", label="p99 latency")
     ax.axhline(SEED_S4["qos_s"] * 1e3, color="k", lw=1.2, label="QoS: p99 < 1 ms")
@@ -69,7 +61,6 @@ def figure() -> None:
     fig.tight_layout(rect=(0, 0.16, 1, 1))
     fig.legend(h1 + h2, l1 + l2, fontsize=8, loc="lower center", ncol=3)
     fig.savefig(OUT / "instances.png", dpi=110)
-    plt.close(fig)
     lines = ["# Seed S4: instances per 6-core host (regenerate: `python results/s4.py`)", "",
              "| instances | throughput (req/s) | mean latency | p99 latency | host CPU: Redis / "
              "softirq / IRQ / idle (cores) |", "|---|---|---|---|---|"]
@@ -89,8 +80,9 @@ def figure() -> None:
 
 
 def main() -> None:
-    run()
-    figure()
+    import regenerate
+
+    regenerate.sweep_folder("s4-multi-instance", figure=True)
 
 
 if __name__ == "__main__":
