@@ -98,6 +98,11 @@ def test_cpu_bound_instances_share_cores_as_processor_sharing_says():
     per = shared.per_instance["throughput_rps"].to_numpy()
     assert per == pytest.approx(np.full(4, 0.5 * alone), rel=0.03)
     assert shared.summary["threads_runnable"] == pytest.approx(4.0, abs=0.05)
+    # Per instance, the main thread's time by activity keeps the cost split:
+    # read 1.5, GET 0.52, write 2.25 of 4.27 us per request.
+    row = shared.per_instance.iloc[0]
+    busy = row["cpu_read_share"] + row["cpu_commands_share"] + row["cpu_write_share"]
+    assert row["cpu_write_share"] / busy == pytest.approx(2.25 / PER_REQUEST_US, rel=0.02)
     assert shared.summary["host_cpu_redis_cores"] == pytest.approx(2.0, rel=0.01)
 
 

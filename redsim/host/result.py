@@ -86,7 +86,9 @@ def aggregate_summary(results: list[Result], counts: np.ndarray) -> dict[str, An
 class HostResult:
     """The outcome of ``simulate`` for a scenario with ``instances`` > 1 or
     ``host.cores``: the host's summary and series, and every instance's
-    ``Result`` (``instances[i]``)."""
+    ``Result`` (``instances[i]``). ``per_instance`` has a row per instance: its
+    throughput, latency, main-thread busy share and CPU (cores), memory peak,
+    evictions, forks, and its main thread's time by activity (``cpu_*_share``)."""
 
     scenario: Any
     seed: int
@@ -136,7 +138,10 @@ class HostResult:
                          "mean_connected_clients": s["mean_connected_clients"],
                          "used_memory_peak": s["used_memory_peak"],
                          "evicted_keys": s["evicted_keys"], "total_forks":
-                         s.get("total_forks", 0)})
+                         s.get("total_forks", 0),
+                         # The main thread's time by activity (Result's cpu_*_share).
+                         **{k: v for k, v in s.items()
+                            if k.startswith("cpu_") and k.endswith("_share")}})
         per = pd.DataFrame(rows).set_index("instance")
         summary["instance_throughput_min_rps"] = float(per["throughput_rps"].min())
         summary["instance_throughput_max_rps"] = float(per["throughput_rps"].max())
