@@ -170,3 +170,17 @@ def test_io_threads_beyond_the_cores_lose():
         assert r.summary["throughput_rps"] == pytest.approx(expect(nth), rel=0.03)
         assert r.summary["threads_runnable"] == pytest.approx(nth, rel=0.03)
     assert runs[8].summary["throughput_rps"] < runs[4].summary["throughput_rps"]
+
+
+def test_a_host_run_folder_is_strict_json(tmp_path):
+    # Without host.cores the idle cores are undefined (NaN); summary.json must still
+    # be JSON (null), written as a single run's is (sorted keys).
+    import json
+
+    r = simulate(_scenario(instances=2, duration=0.3, warmup=0.1), seed=1)
+    r.save(tmp_path, plots=False)
+    text = (tmp_path / "summary.json").read_text()
+    assert "NaN" not in text
+    summary = json.loads(text)
+    assert summary["host_cpu_idle_cores"] is None
+    assert list(summary) == sorted(summary)

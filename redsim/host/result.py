@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from redsim.model.histogram import quantiles
-from redsim.result import PERCENTILES, Latency, Result, draw_guarded
+from redsim.result import PERCENTILES, Latency, Result, _jsonable, draw_guarded
 
 HOST_COLUMNS = ("host_cpu_redis", "host_cpu_io_threads", "host_cpu_children",
                 "host_cpu_softirq", "host_cpu_irq", "host_cpu_idle", "host_threads_runnable")
@@ -165,25 +165,19 @@ class HostResult:
         with ``plots``). Data first, then figures, each on its own."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "summary.json").write_text(json.dumps(self.summary, indent=2, default=_json))
+        (out / "summary.json").write_text(json.dumps(_jsonable(self.summary), indent=2,
+                                                     sort_keys=True) + "\n")
         self.timeseries.to_csv(out / "host_timeseries.csv", float_format="%.9g")
         self.per_instance.to_csv(out / "instances.csv", float_format="%.9g")
         self.latency.table().to_csv(out / "latency_histogram.csv", index=False)
-        (out / "provenance.json").write_text(json.dumps(self.provenance, indent=2))
+        (out / "provenance.json").write_text(json.dumps(self.provenance, indent=2,
+                                                        sort_keys=True) + "\n")
         for i, r in enumerate(self.instances):
             r.save(out / "instances" / f"i{i}", plots=plots)
         if plots:
             draw_guarded(out / "host.png", lambda: _host_figure(self, out / "host.png"),
                          f"the data are in {out / 'host_timeseries.csv'}")
         return out
-
-
-def _json(v: Any) -> Any:
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (np.floating,)):
-        return float(v)
-    raise TypeError(type(v).__name__)
 
 
 def _scenario_hash(scenario: Any) -> str:
