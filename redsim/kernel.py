@@ -75,6 +75,14 @@ class Kernel:
             self.world = arena.grow(w, max(4 * int(w.I[S.AL_SPARE_LOW]), len(w.sb_bin) // 4))
             self._ref = pack(self.world)
 
+    def request(self, event: Any) -> None:
+        """A scenario event's command arrives: BGSAVE / BGREWRITEAOF (``request_fork``)
+        or an admin command (``request_admin``)."""
+        if event.do in FORK_CHILDREN:
+            self.request_fork(event.do)
+        else:
+            self.request_admin(event)
+
     def request_fork(self, command: str) -> None:
         """``BGSAVE`` / ``BGREWRITEAOF`` arrives; the main thread runs it with
         the next file events (``fork.fork_command``)."""

@@ -70,10 +70,7 @@ class Simulation:
         recorded as the command arrives (before it runs)."""
         yield control_timeout(self.env, at)
         self._snapshot(f"before {event.do}")
-        if event.do in ("bgsave", "bgrewriteaof"):
-            self.kernel.request_fork(event.do)
-        else:
-            self.kernel.request_admin(event)
+        self.kernel.request(event)
 
     def _snapshot(self, label: str) -> None:
         self.slab_snapshots.append((self.kernel.now, label, self.kernel.allocator()))
@@ -88,6 +85,18 @@ class Simulation:
                 self._bar.n = round(min(done, self.horizon), 3)
                 self._bar.refresh()
 
+    def _open_bar(self) -> None:
+        """With ``progress``, a tqdm bar in simulated seconds and the process that
+        moves it (reads env, horizon, scenario and progress, sets _bar)."""
+        if not self.progress:
+            return
+        from tqdm import tqdm
+
+        self._bar = tqdm(total=self.horizon, unit="sim-s", desc=self.scenario.name,
+                         leave=False, dynamic_ncols=True,
+                         disable=os.environ.get("REDSIM_NO_PROGRESS") == "1")
+        self.env.process(self._progress())
+
     # -- running ---------------------------------------------------------------
 
     def run(self):
@@ -95,13 +104,7 @@ class Simulation:
         from redsim.result import Result
 
         self.kernel.start()
-        if self.progress:
-            from tqdm import tqdm
-
-            self._bar = tqdm(total=self.horizon, unit="sim-s", desc=self.scenario.name,
-                             leave=False, dynamic_ncols=True,
-                             disable=os.environ.get("REDSIM_NO_PROGRESS") == "1")
-            self.env.process(self._progress())
+        self._open_bar()
         self.slab_snapshots = []
         for ev in self.scenario.events:
             self.env.process(self._event(float(ev.at), ev))

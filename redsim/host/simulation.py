@@ -18,7 +18,6 @@ loop as one process that stops at every control event.
 from __future__ import annotations
 
 import math
-import os
 import sys
 from typing import Any
 
@@ -151,13 +150,12 @@ class HostSimulation:
         yield control_timeout(self.env, at)
         for i, k in enumerate(self.kernels):
             self.slab_snapshots[i].append((k.now, f"before {event.do}", k.allocator()))
-            if event.do in ("bgsave", "bgrewriteaof"):
-                k.request_fork(event.do)
-            else:
-                k.request_admin(event)
+            k.request(event)
 
-    # The progress bar's process reads env, horizon, scenario and _bar, as here.
+    # The progress bar and its process read env, horizon, scenario, progress and
+    # _bar, as here.
     _progress = Simulation._progress
+    _open_bar = Simulation._open_bar
 
     def run(self):
         """Simulate the whole horizon and return a ``HostResult``."""
@@ -166,13 +164,7 @@ class HostSimulation:
 
         for k in self.kernels:
             k.start()
-        if self.progress:
-            from tqdm import tqdm
-
-            self._bar = tqdm(total=self.horizon, unit="sim-s", desc=self.scenario.name,
-                             leave=False, dynamic_ncols=True,
-                             disable=os.environ.get("REDSIM_NO_PROGRESS") == "1")
-            self.env.process(self._progress())
+        self._open_bar()
         for ev in self.scenario.events:
             self.env.process(self._event(float(ev.at), ev))
         host = self.env.process(self._host())

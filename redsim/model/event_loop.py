@@ -92,7 +92,7 @@ from redsim.model.expire import active_expire_cycle
 from redsim.model.fork import fork_command, persistence_cron
 from redsim.model.gauges import snapshot_gauges
 from redsim.model.jit import entry, leaf, step
-from redsim.model.main_thread import busy
+from redsim.model.main_thread import busy, busy_to
 from redsim.model.memory import used_memory
 from redsim.model.protocol import (
     big_args,
@@ -553,7 +553,7 @@ def threaded_writes(w):
     I[PW_N] = keep
     I[IO_PHASE] = 0
     F[T] = t0
-    io_threads.held_until(w, W_CPU_WRITE, clocks.max())
+    busy_to(w, W_CPU_WRITE, clocks.max())
 
 
 # ---- the ready list and the poll ------------------------------------------------

@@ -38,10 +38,8 @@ from __future__ import annotations
 import numpy as np
 
 from redsim.model.jit import leaf, step
+from redsim.model.main_thread import busy
 from redsim.model.state import (
-    CPU_HELD,
-    CPU_SLOW,
-    CPU_USED,
     IO_ACTIVE,
     IO_DO_READS,
     IO_ON_SINCE,
@@ -54,7 +52,6 @@ from redsim.model.state import (
     PW_N,
     T,
 )
-from redsim.observe.bins import add_interval
 
 FIELDS = (
     ("I", "IO_THREADS", "i8", "-", "config",
@@ -72,19 +69,6 @@ FIELDS = (
     ("F", "IO_READ_MAX", "f8", "s", "state", "CPU s of this pass's longest threaded read"),
     ("I", "IO_READ_N", "i8", "-", "state", "threaded reads in this pass"),
 )
-
-
-@leaf
-def held_until(w, row, t_end):
-    """The main thread runs (works or spins) on activity ``row`` from now to ``t_end``."""
-    F = w.F
-    t0 = F[T]
-    if t_end <= t0:
-        return
-    F[T] = t_end
-    F[CPU_USED] += (t_end - t0) / F[CPU_SLOW]
-    F[CPU_HELD] += t_end - t0
-    add_interval(w, row, t0, t_end)
 
 
 @leaf
@@ -130,15 +114,14 @@ def add_read(w, cost):
 @step
 def finish_reads(w, row):
     """The main thread waits for the read pass's slowest thread (it read its own
-    share meanwhile); returns nothing, charges ``row``."""
+    share meanwhile, and spins for the rest): that thread's CPU, charged to ``row``."""
     F = w.F
     I = w.I
     n = I[IO_READ_N]
     if n == 0:
         return
     per = (n + I[IO_THREADS] - 1) // I[IO_THREADS]
-    longest = max(F[IO_READ_SUM] / n * per, F[IO_READ_MAX])
-    held_until(w, row, F[T] + longest * F[CPU_SLOW])
+    busy(w, row, max(F[IO_READ_SUM] / n * per, F[IO_READ_MAX]))
     F[IO_READ_SUM] = 0.0
     F[IO_READ_MAX] = 0.0
     I[IO_READ_N] = 0

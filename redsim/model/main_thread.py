@@ -74,6 +74,21 @@ def round_robin(w, cost):
 
 
 @leaf
+def busy_to(w, row, t_end):
+    """The main thread runs (works or spins) on activity ``row`` from now until
+    ``t_end``, at its current share of a core: an I/O-thread pass it waits for
+    by spinning. Returns nothing; the clock never goes back."""
+    F = w.F
+    t0 = F[T]
+    if t_end <= t0:
+        return
+    F[T] = t_end
+    F[CPU_USED] += (t_end - t0) / F[CPU_SLOW]
+    F[CPU_HELD] += t_end - t0
+    add_interval(w, row, t0, t_end)
+
+
+@leaf
 def busy_until(w, row, t_end):
     """The main thread is held on activity ``row`` from now until ``t_end`` (a
     blocking call that returns then: a write behind an fsync, an fdatasync).
