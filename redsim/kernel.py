@@ -105,18 +105,32 @@ class Kernel:
 
     def io_threads_account(self) -> tuple[int, float]:
         """The I/O threads besides the main thread (``io-threads`` - 1), and the wall s
-        they have been started (spinning on a core each) since the start
-        (``io_threads``)."""
+        each has been runnable since the start (``io_threads``): Redis 6/7's
+        threads while started (spinning on a core each), Redis 8's async ones
+        while they work (their mean)."""
         F, I = self.world.F, self.world.I
+        n = int(I[S.IO_THREADS]) - 1
+        if I[S.IO_ASYNC]:
+            return n, float(F[S.IO_BUSY]) / n
         on = float(F[S.IO_ON_TIME])
         if I[S.IO_ACTIVE]:
             on += max(self.now - float(F[S.IO_ON_SINCE]), 0.0)
-        return int(I[S.IO_THREADS]) - 1, on
+        return n, on
 
     def set_cpu_rate(self, rate: float) -> None:
         """From the next iteration on, the main thread gets ``rate`` CPU s per wall
-        s (1: a core to itself)."""
-        self.world.F[S.CPU_SLOW] = 1.0 / rate
+        s (1: a core to itself); Redis 6/7's I/O threads, which run when it waits
+        for them, progress at the same rate."""
+        F = self.world.F
+        F[S.CPU_SLOW] = 1.0 / rate
+        if not self.world.I[S.IO_ASYNC]:
+            F[S.IO_SLOW] = F[S.CPU_SLOW]
+
+    def set_io_rate(self, rate: float) -> None:
+        """From now on, each async I/O thread gets ``rate`` CPU s per wall s (Redis
+        6/7's threads follow the main thread's rate instead)."""
+        if self.world.I[S.IO_ASYNC]:
+            self.world.F[S.IO_SLOW] = 1.0 / rate
 
     @property
     def child_serialising(self) -> bool:

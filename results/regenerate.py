@@ -15,8 +15,9 @@ GitLab 2022 and its TTL-8h fix; the persistence runs of seeds S1 and S2, made by
 ``results/persistence.py``; seed S3's fragmentation run; the web-cache and
 open-loop-ramp examples),
 every shipped S0 sweep shortened to 10 simulated minutes, seed S4's
-instances-per-host sweep with its figure (``results/s4.py``), and Redis 6/7's
-I/O threads on an 8-core host (``results/io_threads.py``).
+instances-per-host sweep with its figure (``results/s4.py``), Redis 6/7's
+I/O threads on an 8-core host (``results/io_threads.py``), and Redis 8's async
+I/O threads on 8 and 64 cores (``results/io_threads_async.py``).
 """
 
 from __future__ import annotations
@@ -102,8 +103,10 @@ SWEEPS = [
     SweepResult("sweeps/s0-fsync-10m", "s0-fsync.yaml", ("duration=10m",), 1),
     SweepResult("s4-multi-instance", "s4-instances.yaml", (), 2),
     SweepResult("io-threads", "io-threads.yaml", (), 1),
+    SweepResult("io-threads-async", "io-threads-async.yaml", (), 1),
 ]
-FIGURES = {"s4-multi-instance": "s4", "io-threads": "io_threads"}
+FIGURES = {"s4-multi-instance": "s4", "io-threads": "io_threads",
+           "io-threads-async": "io_threads_async"}
 """Sweep folders whose figure a script of this folder draws (``<script>.figure()``)."""
 
 

@@ -166,6 +166,7 @@ TraceTiming = Literal["closed", "recorded"]
 Replay = Literal["once", "loop"]
 Checkout = Literal["lifo", "fifo"]
 KeyDistribution = Literal["uniform", "zipf"]
+IoThreadsModel = Literal["sync", "async"]
 DistKind = Literal["fixed", "exponential", "uniform", "lognormal", "empirical"]
 
 
@@ -357,9 +358,11 @@ class Server(_Model):
     """RDB save points as (seconds, changes) pairs; [] = no snapshots."""
     io_threads: Annotated[int, _v(parse_int, minimum=1, maximum=128)] = 1
     """Threads writing replies (and with ``io-threads-do-reads``, reading and parsing),
-    the main thread included, as Redis 6/7 does it (``model/io_threads.py``): used
-    when at least 2 x io-threads clients have replies pending; while in use each
-    I/O thread keeps a core busy."""
+    the main thread included (``model/io_threads.py``). As Redis 6/7 does it
+    (``engine.io-threads-model: sync``, the default): used when at least
+    2 x io-threads clients have replies pending; while in use each I/O thread
+    keeps a core busy. As Redis 8 does it (``async``): every client is served by
+    one of the io-threads - 1 threads, which read, parse and write for it."""
     io_threads_do_reads: Bool = False
     """With ``io-threads`` > 1, the I/O threads also read and parse the queries; the
     main thread still executes every command."""
@@ -561,6 +564,14 @@ class Cpu(_Model):
     The three eviction defaults total the reference host's 1.13 µs per evicted key
     with 900K keys of 100 B; a keyspace far larger than the CPU caches costs more
     per sample and delete (GitLab's 60 GB: ~31 µs per key, scenarios/gitlab-2022.yaml)."""
+    io_handoff: CostUs = 0.2
+    """Per client taken over from another thread's queue with async I/O threads
+    (``engine.io-threads-model: async``), paid by the thread that takes it: the
+    main thread per parsed command, the I/O thread per reply to write, µs. An
+    estimate: two or three cache lines of the client (its struct's hot fields,
+    the query and reply buffers' heads) last written on another core, at
+    ~70-100 ns per core-to-core transfer on current Xeon and Graviton parts,
+    plus the queue's list work."""
     expire_sample: CostUs = 0.15
     """activeExpireCycle, per key looked at, µs."""
     expire_delete: CostUs = 2.0
@@ -597,6 +608,15 @@ class Engine(_Model):
     """True: replies wait for beforeSleep like Redis; False: each reply is written right
     after its command (a plain single-server queue, for theory checks)."""
     cpu: Cpu = Field(default_factory=Cpu)
+    io_threads_model: Annotated[IoThreadsModel, _literal(IoThreadsModel)] = "sync"
+    """How ``io-threads`` > 1 works (``model/io_threads.py``). ``sync``: Redis 6/7,
+    the main thread fans the pending writes (and with ``io-threads-do-reads`` the
+    reads) out to the threads and waits for them, and the threads spin while
+    started. ``async``: Redis 8 (and, for the per-request split, Valkey 8), each
+    client belongs to one I/O thread that reads, parses and writes for it; the
+    main thread only executes commands, taking clients over through queues
+    (``cpu.io-handoff``), and idle threads sleep. ``io-threads-do-reads`` is
+    ignored with ``async``, as Redis 8 ignores it."""
     allocator_quantum: Annotated[int, _v(_quantum)] = 8
     """jemalloc quantum, bytes: 8 for Redis's bundled jemalloc, 16 for distribution
     packages linked to the system jemalloc (`MEMORY MALLOC-STATS` prints it)."""

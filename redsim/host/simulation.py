@@ -91,6 +91,7 @@ class HostSimulation:
             serialising = [k.child_serialising for k in ks]
             for i, k in enumerate(ks):
                 k.set_cpu_rate(rates[i])
+                k.set_io_rate(io_rate[i])
                 if serialising[i] and child_rate[i] < 1.0:
                     k.delay_child(dt * (1.0 - child_rate[i]))
                 if k.now < t_next:
@@ -111,7 +112,8 @@ class HostSimulation:
             held = held_prev.copy()
             held[seen] = np.minimum(delta[seen, 1] / moved[seen], 1.0)
             held_prev = held
-            # Started I/O threads spin: runnable for as long as they are started.
+            # Started 6/7 I/O threads spin: runnable for as long as they are
+            # started; Redis 8's are runnable while they work.
             io_on = np.array([k.io_threads_account()[1] for k in ks], dtype=float)
             io_frac = io_frac_prev.copy()
             io_frac[seen] = np.minimum((io_on - io_last)[seen] / moved[seen], 1.0)

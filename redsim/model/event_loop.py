@@ -111,6 +111,7 @@ from redsim.model.state import (
     C_CLOSE,
     C_CRON,
     C_CRON_CLIENT,
+    C_HANDOFF,
     C_ITER,
     C_READ,
     C_READ_B,
@@ -120,20 +121,22 @@ from redsim.model.state import (
     CE_LIMIT,
     CONFIG_MAX_HZ,
     CONNECTED,
-    CPU_SLOW,
     CRON_WHEN,
     CRONLOOPS,
     DIST_EXP,
     DYN_HZ,
     EV_ARRIVE,
+    EV_PARSED,
     EV_REPLY,
     EV_TIMER,
     FORK_REQ,
     HZ,
     HZ_CONF,
     IN_FLIGHT,
+    IO_ASYNC,
     IO_PHASE,
     IO_READ_N,
+    IO_SLOW,
     IO_THREADS,
     KIND_TRACE,
     LINE_REPLY,
@@ -428,7 +431,9 @@ def read_query_from_client(w, c):
         executed += 1
     if not gone:
         client_memory.query_buffer_filled(w, c, buffered + nread)
-    if io_threads.reads_threaded(w):
+    if I[IO_ASYNC]:  # read and parsed by its I/O thread: the main thread takes it over
+        busy(w, W_CPU_READ, F[C_HANDOFF])
+    elif io_threads.reads_threaded(w):
         io_threads.add_read(w, F[C_READ] + F[C_READ_B] * nread)
     else:
         busy(w, W_CPU_READ, F[C_READ] + F[C_READ_B] * nread)
@@ -445,7 +450,9 @@ def read_query_from_client(w, c):
     client_memory.reply_added(w, c)
     client_memory.update(w, c)
     if executed > 0:
-        if I[BATCHING]:
+        if I[IO_ASYNC]:
+            async_write(w, c)
+        elif I[BATCHING]:
             if not w.cn_in_pw[c]:
                 w.cn_in_pw[c] = 1
                 w.pw[I[PW_N]] = c
@@ -488,7 +495,7 @@ def write_to_client(w, c):
     calls = writes_62(w, c, nbytes) if I[REDIS_62] else 1
     cost = F[C_WRITE] * calls + F[C_WRITE_B] * nbytes
     if I[IO_PHASE]:  # on an I/O thread's clock; the main thread's time is the pass's
-        F[T] += cost * F[CPU_SLOW]
+        F[T] += cost * F[IO_SLOW]
     else:
         busy(w, W_CPU_WRITE, cost)
     netstack.sent(w, nbytes, calls)
@@ -509,51 +516,55 @@ def write_to_client(w, c):
 
 @step
 def handle_clients_with_pending_writes(w):
-    """beforeSleep's reply writes, in the order clients were queued; by the I/O
-    threads when there are enough (``io_threads.py``)."""
+    """beforeSleep's reply writes, in the order clients were queued. With enough
+    of them Redis 6/7's I/O threads take part (``io_threads.py``,
+    ``handleClientsWithPendingWritesUsingThreads``): client k of the pending list
+    is written by thread k mod N from the pass's start, each thread in order on
+    its own clock, and the main thread writes its own share, then spins until
+    the last thread is done."""
+    F = w.F
     I = w.I
-    if io_threads.stop_if_needed(w):
-        threaded_writes(w)
-        return
+    threaded = io_threads.stop_if_needed(w)
+    if threaded:
+        io_threads.start_pass(w)
+    nth = I[IO_THREADS]
+    t0 = F[T]
     n = I[PW_N]
     keep = 0
     for k in range(n):
         c = w.pw[k]
-        if write_to_client(w, c):
+        if threaded:
+            F[T] = w.io_clock[k % nth]
+        done = write_to_client(w, c)
+        if threaded:
+            w.io_clock[k % nth] = F[T]
+        if done:
             w.cn_in_pw[c] = 0
         else:
             w.pw[keep] = c
             keep += 1
     I[PW_N] = keep
+    if threaded:
+        F[T] = t0
+        busy_to(w, W_CPU_WRITE, io_threads.end_pass(w))
 
 
 @step
-def threaded_writes(w):
-    """``handleClientsWithPendingWritesUsingThreads``: client k of the pending list
-    is written by thread k mod N from the pass's start, each thread in order; the
-    main thread writes its own share and spins until the last thread is done."""
+def async_write(w, c):
+    """Redis 8: the main thread hands connection c back to its I/O thread, which
+    writes the replies from when it is free (``processClientsFromMainThread``
+    + ``writeToClient``, ``io_threads.py``); the main thread goes on at once."""
     F = w.F
     I = w.I
-    n = I[PW_N]
-    nth = I[IO_THREADS]
     t0 = F[T]
-    clocks = io_threads.thread_clocks(w)
+    th, start = io_threads.write_start(w, c)
+    F[T] = start
     I[IO_PHASE] = 1
-    keep = 0
-    for k in range(n):
-        c = w.pw[k]
-        th = k % nth
-        F[T] = clocks[th]
-        if write_to_client(w, c):
-            w.cn_in_pw[c] = 0
-        else:
-            w.pw[keep] = c
-            keep += 1
-        clocks[th] = F[T]
-    I[PW_N] = keep
+    while not write_to_client(w, c):
+        pass
     I[IO_PHASE] = 0
+    io_threads.write_done(w, th, start, F[T])
     F[T] = t0
-    busy_to(w, W_CPU_WRITE, clocks.max())
 
 
 # ---- the ready list and the poll ------------------------------------------------
@@ -580,16 +591,21 @@ def ready_pop(w):
 def client_event(w, te, kind, ident):
     """Apply one client event, due at client time te."""
     snapshot_gauges(w, te)
-    if kind == EV_ARRIVE:
+    if kind == EV_ARRIVE or kind == EV_PARSED:
         if w.cn_srv_closed[ident]:
             return  # Redis closed the connection while these bytes were on their way
-        w.cn_t_arrive[ident] = te
+        if kind == EV_ARRIVE:
+            w.cn_t_arrive[ident] = te
+            # Decide the request's first command now (its size is the read's).
+            if w.cn_next_cmd[ident] < 0:
+                generate_command(w, ident)
+            if w.I[IO_ASYNC]:  # its I/O thread reads it first
+                events.push(w, io_threads.read_request(w, ident, te), EV_PARSED, ident)
+                return
         ready_push(w, ident)
-        # Decide the request's first command now and start loading its key's
-        # row: the main thread reads this connection only after every one ahead
-        # of it in the ready list, by when the row is in cache.
-        if w.cn_next_cmd[ident] < 0:
-            generate_command(w, ident)
+        # Start loading the key's row: the main thread reads this connection
+        # only after every one ahead of it in the ready list, by when the row
+        # is in cache.
         key = w.cn_next_key[ident]
         if key >= 0:
             prefetch(w.ks_cost, key)

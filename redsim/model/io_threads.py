@@ -1,7 +1,7 @@
-"""Threaded I/O as Redis 6.0-7.x does it: fan the ready clients out, wait for all.
+"""Threaded I/O: Redis 6.0-7.x's fan-out-and-wait, and Redis 8's async threads.
 
-Follows ``src/networking.c`` of 7.0.15: ``IOThreadMain``,
-``handleClientsWithPendingWritesUsingThreads``,
+**Redis 6/7 (``engine.io-threads-model: sync``).** Follows ``src/networking.c``
+of 7.0.15: ``IOThreadMain``, ``handleClientsWithPendingWritesUsingThreads``,
 ``handleClientsWithPendingReadsUsingThreads``, ``stopThreadedIOIfNeeded``,
 ``postponeClientRead``. With ``io-threads N`` (N > 1) there are N - 1 I/O
 threads; the main thread is thread 0.
@@ -31,6 +31,51 @@ Simplifications:
   single longest read, rather than summed per thread.
 - The I/O threads progress at the main thread's rate (``CPU_SLOW``): under
   processor sharing threads that are runnable as often get the same share.
+
+**Redis 8 / Valkey 8 (``engine.io-threads-model: async``).** Follows Redis
+8's ``src/iothread.c`` (``assignClientToIOThread``,
+``processClientsFromIOThread``, ``processClientsFromMainThread``,
+``IOThreadBeforeSleep``): each of the N - 1 I/O threads runs its own event
+loop; a client is bound to one thread when accepted (the one with the fewest
+clients); that thread reads and parses its queries and hands the client to
+the main thread through a queue; the main thread executes the commands and
+hands the client back; the thread writes the reply. The main thread touches
+no socket of a normal client.
+
+- Each I/O thread is one server with a clock (``io_clock``): a read starts
+  when the request's bytes are in and the thread is free, a write when the
+  main thread hands the client back and the thread is free. An idle thread
+  sleeps in ``epoll_wait``: the work that wakes it pays the wake-up and one
+  loop's fixed work (``engine.cpu.wakeup`` + ``iteration``), as the main
+  thread does.
+- A hand-over costs the thread that takes the client ``engine.cpu.io-handoff``
+  (the main thread when it takes a parsed command, charged as its read time;
+  the I/O thread when it takes the client back to write): the client's
+  struct, query and reply buffers come from another core's cache, plus the
+  list and lock work of the queue.
+- The threads sleep when idle (they do not spin), so the host counts an I/O
+  thread runnable only while it works (``IO_BUSY``) and sets its own rate
+  (``IO_SLOW``).
+
+Simplifications of the async model:
+- Client c is bound to thread 1 + c mod (N - 1): "fewest clients" when
+  connections open in order and none close.
+- A request is read and parsed whole by one read, charged as the first
+  command's bytes times the request's commands (exact when a mix's commands
+  have one size); the rest of a request longer than the query buffer's read
+  is read by the main thread's model at no extra cost.
+- Hand-overs are one client at a time, at once. Redis moves clients in
+  batches: an I/O thread sends what it parsed at the end of its loop's
+  iteration, or every 16 (``IO_THREAD_MAX_PENDING_CLIENTS``); the main thread
+  sends a thread's clients back every 16 or when that thread's batch is done.
+  The model's clients cross up to a batch's work (16 commands, ~15 µs at 1M
+  commands/s) earlier.
+- Valkey 8's variant (``src/io_threads.c``) differs in who polls and how
+  clients are dispatched: the main thread keeps the event loop, offloads
+  each read and write as a job (and ``epoll_wait`` itself), and prefetches the
+  batch's keys. Its per-request split is the same (read, parse and write on an
+  I/O thread; execution and the hand-overs on the main thread); its spinning
+  threads and dynamic thread count are not modelled.
 """
 
 from __future__ import annotations
@@ -40,7 +85,14 @@ import numpy as np
 from redsim.model.jit import leaf, step
 from redsim.model.main_thread import busy
 from redsim.model.state import (
+    C_HANDOFF,
+    C_ITER,
+    C_READ,
+    C_READ_B,
+    C_WAKE,
     IO_ACTIVE,
+    IO_ASYNC,
+    IO_BUSY,
     IO_DO_READS,
     IO_ON_SINCE,
     IO_ON_TIME,
@@ -48,6 +100,7 @@ from redsim.model.state import (
     IO_READ_MAX,
     IO_READ_N,
     IO_READ_SUM,
+    IO_SLOW,
     IO_THREADS,
     PW_N,
     T,
@@ -68,6 +121,18 @@ FIELDS = (
     ("F", "IO_READ_SUM", "f8", "s", "state", "CPU s of the threaded reads of this pass"),
     ("F", "IO_READ_MAX", "f8", "s", "state", "CPU s of this pass's longest threaded read"),
     ("I", "IO_READ_N", "i8", "-", "state", "threaded reads in this pass"),
+    ("I", "IO_ASYNC", "i8", "-", "config",
+     "1: Redis 8's async I/O threads serve the clients (engine.io-threads-model async, "
+     "io-threads > 1)"),
+    ("F", "IO_SLOW", "f8", "-", "state",
+     "wall s per CPU s an I/O thread gets now (1: a core each; the host sets it)"),
+    ("F", "IO_BUSY", "f8", "s", "counter",
+     "wall s the async I/O threads have worked since the start, summed over threads"),
+    ("F", "C_HANDOFF", "f8", "s", "config",
+     "CPU of taking over a client another thread queued (async I/O threads), s"),
+    ("io", "clock", "f8", "s", "state",
+     "when the thread is next free, s: an async I/O thread's clock, or each thread's "
+     "in a Redis 6/7 write pass (row 0: the main thread)"),
 )
 
 
@@ -77,7 +142,7 @@ def stop_if_needed(w):
     is threaded (at least 2N clients with pending replies)."""
     I = w.I
     F = w.F
-    if I[IO_THREADS] <= 1:
+    if I[IO_THREADS] <= 1 or I[IO_ASYNC]:
         return False
     if I[PW_N] < 2 * I[IO_THREADS]:
         if I[IO_ACTIVE]:
@@ -90,10 +155,23 @@ def stop_if_needed(w):
     return True
 
 
-@step
-def thread_clocks(w):
-    """The write pass's per-thread clocks, all at the main thread's clock now."""
-    return np.full(w.I[IO_THREADS], w.F[T])
+@leaf
+def start_pass(w):
+    """A threaded write pass starts: every thread's clock (``io_clock``, thread 0
+    the main thread's) at the main thread's now; writes go on those clocks."""
+    for th in range(w.I[IO_THREADS]):
+        w.io_clock[th] = w.F[T]
+    w.I[IO_PHASE] = 1
+
+
+@leaf
+def end_pass(w):
+    """The threaded write pass is over: when its last thread finished."""
+    w.I[IO_PHASE] = 0
+    last = w.io_clock[0]
+    for th in range(1, w.I[IO_THREADS]):
+        last = max(last, w.io_clock[th])
+    return last
 
 
 @leaf
@@ -127,13 +205,74 @@ def finish_reads(w, row):
     I[IO_READ_N] = 0
 
 
-def configure(b) -> None:
-    """``io-threads`` and ``io-threads-do-reads``."""
-    from redsim.model import state as S
+# ---- Redis 8's async I/O threads --------------------------------------------
 
-    server = b.scenario.server
+
+@leaf
+def thread_of(w, c):
+    """The I/O thread connection c is bound to (``assignClientToIOThread``)."""
+    return 1 + c % (w.I[IO_THREADS] - 1)
+
+
+@step
+def take(w, th, t_ready, cost):
+    """I/O thread ``th`` does ``cost`` CPU s of work that is ready at ``t_ready``,
+    after what it already has; returns when it is done. A thread that is idle by
+    then slept in ``epoll_wait`` and pays the wake-up and its loop's fixed work."""
+    F = w.F
+    start = w.io_clock[th]
+    if start < t_ready:
+        start = t_ready
+        cost += F[C_WAKE] + F[C_ITER]
+    wall = cost * F[IO_SLOW]
+    w.io_clock[th] = start + wall
+    F[IO_BUSY] += wall
+    return start + wall
+
+
+@leaf
+def read_request(w, c, t_in):
+    """Connection c's thread reads and parses the request whose bytes came in at
+    ``t_in`` (``readQueryFromClient`` in the I/O thread); returns when the main
+    thread can have it."""
+    F = w.F
+    nbytes = w.cn_next_bytes[c] * w.cn_cmds_left[c] - w.cn_partial[c]
+    return take(w, thread_of(w, c), t_in, F[C_READ] + F[C_READ_B] * max(nbytes, 0))
+
+
+@leaf
+def write_start(w, c):
+    """Connection c goes back to its thread to write its replies
+    (``processClientsFromMainThread``): when that thread starts writing."""
+    F = w.F
+    th = thread_of(w, c)
+    end = take(w, th, F[T], F[C_HANDOFF])
+    return th, end
+
+
+@leaf
+def write_done(w, th, start, end):
+    """Thread ``th`` wrote from ``start`` to ``end`` (its clock and busy time)."""
+    w.io_clock[th] = end
+    w.F[IO_BUSY] += end - start
+
+
+def configure(b) -> None:
+    """``io-threads``, ``io-threads-do-reads``, ``engine.io-threads-model`` and
+    ``engine.cpu.io-handoff``."""
+    from redsim.model import state as S
+    from redsim.model.blueprint import US
+
+    sc = b.scenario
+    server = sc.server
     b.I[S.IO_THREADS] = server.io_threads
-    b.I[S.IO_DO_READS] = 1 if server.io_threads_do_reads else 0
+    asynchronous = sc.engine.io_threads_model == "async" and server.io_threads > 1
+    b.I[S.IO_ASYNC] = 1 if asynchronous else 0
+    # Redis 8 deprecates io-threads-do-reads: its threads always read.
+    b.I[S.IO_DO_READS] = 1 if server.io_threads_do_reads and not asynchronous else 0
+    b.F[S.IO_SLOW] = 1.0
+    b.F[S.C_HANDOFF] = sc.engine.cpu.io_handoff * US * sc.engine.cpu.scale
+    b.fill("io", clock=np.zeros(max(server.io_threads, 1)))
 
 
 __all__ = ["IO_PHASE"]

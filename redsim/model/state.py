@@ -66,6 +66,7 @@ PARTS = (
      "a jemalloc bin (a small size class), a thread-cache bin, and the decay's backlog"),
     ("sb", "Slabs", True, "a slab id of jemalloc's arena (its bin and free regions)"),
     ("ep", "EvPool", False, "an entry of the eviction pool (EvictionPoolLRU, 16 entries)"),
+    ("io", "IoThreads", False, "a thread of io-threads (row 0: the main thread)"),
     ("hp", "Heap", True, "an entry of the client-side event heap"),
     ("wh", "Wheel", True, "an entry of the timing wheel"),
     ("ln", "Lines", False, "the delay lines (FIFO rings of events a fixed delay away)"),
@@ -110,6 +111,7 @@ EV_TRACE = 5  # next recorded-time line of a trace group
 EV_THINK_CLOCK = 6  # a memoryless closed-loop group's uniformized think clock ticks
 EV_RESUME = 7  # a thread of a memoryless group's process starts thinking (after backoff)
 EV_CLOSED = 8  # the server's close of a connection with a request in flight reaches the client
+EV_PARSED = 9  # an async I/O thread parsed a request: the main thread can run it
 
 # Delay lines: events that happen a fixed delay after a clock that never goes
 # back are born in time order, so they queue in a FIFO ring instead of the heap.
@@ -158,8 +160,8 @@ DIST_LOGNORMAL = 3
 DIST_EMPIRICAL = 4
 EMP_MAX_POINTS = 1001  # most points in one empirical table (config/schema.py)
 
-(Conns, Reqs, Pools, Groups, Tables, Keys, Arena, Slabs, EvPool, Heap, Wheel, Lines, Rng, Pages,
- Rec) = (
+(Conns, Reqs, Pools, Groups, Tables, Keys, Arena, Slabs, EvPool, IoThreads, Heap, Wheel, Lines,
+ Rng, Pages, Rec) = (
     namedtuple(name, [f.name for f in LAYOUT.parts[pre]]) for pre, name, _rows, _doc in PARTS)
 KEY_ROW_ABSENT = {"cost": 0, "vlen": 0, "lru": 0, "expire": np.inf, "pos": 0, "xpos": -1,
                   "aval": 0, "akey": 0}
