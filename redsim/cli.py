@@ -118,6 +118,17 @@ def summary_table(summary: dict) -> str:
     return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
 
 
+def instance_table(per) -> str:
+    """One line per instance of a host's run (``HostResult.per_instance``)."""
+    lines = [f"  {'instance':<12} {'req/s':>10} {'p99':>10} {'main thread':>12} "
+             f"{'evicted keys':>13}"]
+    for _, r in per.iterrows():
+        lines.append(f"  {str(r['name']):<12} {r['throughput_rps']:>10,.0f} "
+                     f"{_fmt_s(r['latency_p99_s']):>10} {r['main_thread_cpu_cores']:>7.2f} core "
+                     f"{int(r['evicted_keys']):>13,}")
+    return "\n".join(lines)
+
+
 def _load(args) -> object:
     from redsim.config import load_scenario
 
@@ -171,6 +182,9 @@ def cmd_run(args) -> int:
     t2 = time.perf_counter()
     out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}-seed{seed}"
     print(summary_table(result.summary))  # before the folder: nothing in saving it can lose this
+    per = getattr(result, "per_instance", None)
+    if per is not None and 1 < len(per) <= 16:
+        print("\n" + instance_table(per))
     from redsim.result import FigureWarning
 
     with _one_line_warnings(FigureWarning):  # a figure that fails costs only itself

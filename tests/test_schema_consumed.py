@@ -44,9 +44,13 @@ READ_OUTSIDE_THE_MODEL = {
 
 def _nested(t) -> bool:
     # Distributions and per-command costs are read whole (their attributes are
-    # the normalised form, not YAML keys).
+    # the normalised form, not YAML keys). An `instances: [...]` entry is read
+    # whole too: its server, clients and events are the top-level sections'
+    # models, read through the instance's own scenario (Scenario.listed_instances;
+    # tests/test_host_instances.py shows each taking effect).
     return (isinstance(t, type) and issubclass(t, BaseModel)
-            and not issubclass(t, schema._Dist) and t is not schema.CommandCost)
+            and not issubclass(t, schema._Dist) and t is not schema.CommandCost
+            and t is not schema.Instance)
 
 
 def _models(ann) -> list[type]:

@@ -36,7 +36,7 @@ from redsim.config.errors import (
     show,
 )
 from redsim.config.redis_conf import is_default, quote_arg, read_redis_conf
-from redsim.config.schema import Scenario
+from redsim.config.schema import INSTANCE_TAGS, Scenario
 
 # Most YAML nodes a scenario may expand to (aliases counted each time they are
 # used). Stops "billion laughs" files and recursive aliases before validation walks
@@ -217,11 +217,22 @@ def _unwrap(t: Any) -> Any:
             t = typing.get_args(t)[0]
         elif origin in (typing.Union, types.UnionType):
             args = [a for a in typing.get_args(t) if a is not type(None)]
-            t = args[0] if args else t
             if not args:
                 return t
+            # A path goes on below a list or a mapping, never below a scalar
+            # (`instances: 3` or `instances: [...]`).
+            nested = [a for a in args if _is_nested(a)]
+            t = (nested or args)[0]
         else:
             return t
+
+
+def _is_nested(t: Any) -> bool:
+    """Whether ``t`` (Annotated or not) is a list, a mapping or a model."""
+    while typing.get_origin(t) is typing.Annotated:
+        t = typing.get_args(t)[0]
+    origin = typing.get_origin(t)
+    return origin in (list, tuple, dict) or (isinstance(t, type) and issubclass(t, BaseModel))
 
 
 def _as_model(t: Any) -> type[BaseModel] | None:
@@ -321,7 +332,7 @@ _EXPECTED_BY_TYPE = {
 
 def _from_validation_error(exc: ValidationError, ctx: _Context) -> ScenarioError:
     err = exc.errors(include_url=False)[0]
-    loc = tuple(err.get("loc", ()))
+    loc = tuple(x for x in err.get("loc", ()) if x not in INSTANCE_TAGS)
     kind = err.get("type", "")
     value_error = (err.get("ctx") or {}).get("error")
     if isinstance(value_error, BadValue):

@@ -26,7 +26,9 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    Discriminator,
     Field,
+    Tag,
     ValidationError,
     model_serializer,
     model_validator,
@@ -1388,6 +1390,64 @@ def _default_clients() -> list[ClientGroup]:
     return [ClientGroup(name="group0")]
 
 
+def _name_groups(data: Any) -> Any:
+    """Name unnamed client groups by position (``group0``, ...), so that results and
+    errors can refer to them."""
+    if not isinstance(data, dict) or not isinstance(data.get("clients"), list):
+        return data
+    groups = []
+    for i, group in enumerate(data["clients"]):
+        if isinstance(group, dict) and group.get("name") is None:
+            group = {**group, "name": f"group{i}"}
+        groups.append(group)
+    return {**data, "clients": groups}
+
+
+def _instance_name(v: Any) -> str:
+    if not isinstance(v, str) or not v or not all(ch.isalnum() or ch in "-_" for ch in v):
+        raise BadValue("a name of letters, digits, - and _", show(v))
+    return v
+
+
+class Instance(_Model):
+    """One Redis instance of the host with a configuration and a load of its own
+    (``instances: [{name: cache, server: {...}, clients: [...]}, ...]``)."""
+
+    name: Annotated[str, _v(_instance_name)]
+    """The instance's name in the results (its per-instance row, its figures)."""
+    server: Server = Field(default_factory=Server)
+    """Its directives: the scenario's ``server:`` with these keys over it."""
+    clients: Annotated[list[ClientGroup], _v(_parse_clients)]
+    """Its client groups (the scenario's top-level ``clients:`` is not used)."""
+    events: list[ScenarioEvent] = Field(default_factory=list)
+    """Commands run on this instance only (``{at: 10s, do: bgsave}``), in time order;
+    the scenario's ``events:`` run on every instance."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _name_groups(cls, data: Any) -> Any:
+        return _name_groups(data)
+
+
+INSTANCE_TAGS = ("instances: a count", "instances: a list")
+"""The tags of ``Scenario.instances``' two forms, which pydantic puts in an error's
+location; the loader leaves them out of the path it shows."""
+
+
+def _instances_form(v: Any) -> str:
+    return INSTANCE_TAGS[1] if isinstance(v, list | tuple) else INSTANCE_TAGS[0]
+
+
+def _merge_server(top: Any, own: Any) -> Any:
+    """An instance's raw ``server:`` mapping over the scenario's, keys compared as
+    Redis compares directives (case and - or _ alike)."""
+    if not isinstance(top, dict) or not isinstance(own, dict):
+        return own
+    norm = {str(k).lower().replace("_", "-"): v for k, v in top.items()}
+    norm.update({str(k).lower().replace("_", "-"): v for k, v in own.items()})
+    return norm
+
+
 class Scenario(_Model):
     """A Redis deployment and its workload, fully validated."""
 
@@ -1411,10 +1471,6 @@ class Scenario(_Model):
     calibration: str | None = None
     """A calibration file from ``redsim calibrate`` whose values fill ``engine``,
     ``disk`` and ``host`` below this file's own keys (path as resolved by the loader)."""
-    instances: Annotated[int, _v(parse_int, minimum=1, maximum=256)] = 1
-    """Redis instances on the host, each with ``server`` and an even share of the
-    clients, keyspace and ``maxmemory`` (``redsim/host/instances.py``: seed S4's
-    partitioning). With more than one, ``simulate`` returns a ``HostResult``."""
     server: Server = Field(default_factory=Server)
     engine: Engine = Field(default_factory=Engine)
     network: Network = Field(default_factory=Network)
@@ -1425,19 +1481,27 @@ class Scenario(_Model):
     clients: Annotated[list[ClientGroup], _v(_parse_clients)] = Field(
         default_factory=_default_clients
     )
+    instances: Annotated[
+        Annotated[int, _v(parse_int, minimum=1, maximum=256), Tag(INSTANCE_TAGS[0])]
+        | Annotated[list[Instance], Field(min_length=1, max_length=256), Tag(INSTANCE_TAGS[1])],
+        Discriminator(_instances_form)] = 1
+    """Redis instances on the host (``redsim/host/instances.py``). A number N: N
+    instances, each with ``server`` and an even share of the clients, keyspace and
+    ``maxmemory`` (seed S4's partitioning). A list: one instance per entry, each
+    with its own name, ``server:`` keys (over the scenario's) and ``clients:``. With
+    more than one instance, or a list, ``simulate`` returns a ``HostResult``."""
 
     @model_validator(mode="before")
     @classmethod
     def _name_groups(cls, data: Any) -> Any:
-        # Unnamed groups are named by position so results and errors can refer to them.
-        if not isinstance(data, dict) or not isinstance(data.get("clients"), list):
-            return data
-        groups = []
-        for i, group in enumerate(data["clients"]):
-            if isinstance(group, dict) and group.get("name") is None:
-                group = {**group, "name": f"group{i}"}
-            groups.append(group)
-        return {**data, "clients": groups}
+        data = _name_groups(data)
+        # Each listed instance's server: is the scenario's with its own keys over it.
+        if isinstance(data, dict) and isinstance(data.get("instances"), list):
+            top = data.get("server") or {}
+            data = {**data, "instances": [
+                {**inst, "server": _merge_server(top, inst.get("server") or {})}
+                if isinstance(inst, dict) else inst for inst in data["instances"]]}
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> Scenario:
@@ -1506,7 +1570,9 @@ class Scenario(_Model):
             raise BadValue("maxmemory-clients 0 with redis-version 6.2 (client eviction is new "
                            "in Redis 7.0)", show(self.server.maxmemory_clients),
                            field=("server", "maxmemory-clients"))
-        n = self.instances
+        if isinstance(self.instances, list):
+            self._check_listed_instances()
+        n = self.instances if isinstance(self.instances, int) else 1
         for i, group in enumerate(self.clients):
             if n > 1 and group.kind != "open" and group.processes < n:
                 raise BadValue(f"at least {n} processes (instances: {n} deals each instance "
@@ -1524,6 +1590,55 @@ class Scenario(_Model):
                 field=("clients",),
             )
         return self
+
+    @property
+    def instance_count(self) -> int:
+        """How many Redis instances the scenario puts on its host."""
+        return self.instances if isinstance(self.instances, int) else len(self.instances)
+
+    def listed_instances(self) -> list[Scenario]:
+        """For ``instances: [...]``, one scenario per entry, named
+        ``<name>/<instance>``, with the entry's server and clients and
+        ``instances: 1``; everything else is the scenario's."""
+        assert isinstance(self.instances, list)
+        return [self.model_copy(update={
+            "name": f"{self.name}/{inst.name}", "instances": 1, "server": inst.server,
+            "clients": inst.clients,
+            "events": sorted(self.events + inst.events, key=lambda ev: ev.at)})
+            for inst in self.instances]
+
+    def _check_listed_instances(self) -> None:
+        """``instances: [...]``: the top-level clients unused, names unique, and each
+        instance's scenario as valid as a scenario of its own."""
+        if "clients" in self.model_fields_set:
+            raise BadValue("no top-level clients when instances is a list (each instance "
+                           "has its own clients: ...)", "a clients list", field=("clients",))
+        names = [inst.name for inst in self.instances]
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise BadValue("a name no other instance has", show(name),
+                               field=("instances", i, "name"))
+        for i, inst in enumerate(self.instances):
+            for j, ev in enumerate(inst.events):
+                if not 0 <= ev.at < self.duration:
+                    raise BadValue(f"an event time in [0, duration = {self.duration:g} s)",
+                                   f"{ev.at:g} s", field=("instances", i, "events", j, "at"))
+                if j and ev.at < inst.events[j - 1].at:
+                    raise BadValue(f"events in time order (at ≥ {inst.events[j - 1].at:g} s)",
+                                   f"{ev.at:g} s", field=("instances", i, "events", j, "at"))
+        for i, part in enumerate(self.listed_instances()):
+            try:
+                part._check()
+            except BadValue as exc:
+                field = exc.field
+                if field[:1] == ("events",):  # an entry of the merged list: say which one
+                    ev = part.events[field[1]]
+                    own = self.instances[i].events
+                    field = ((*("instances", i, "events", own.index(ev)), *field[2:])
+                             if ev in own else ("events", self.events.index(ev), *field[2:]))
+                else:
+                    field = ("instances", i, *field)
+                raise BadValue(exc.expected, exc.found, field=field, hint=exc.hint) from None
 
     def _check_size(self) -> None:
         """Bound what the run allocates per connection, per request slot, per key

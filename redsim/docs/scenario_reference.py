@@ -380,6 +380,13 @@ def _google_attributes(doc: str) -> dict[str, str]:
     return out
 
 
+def _row_paths(paths: list[str]) -> list[str]:
+    """The paths a section's rows show: a section an instance entry repeats
+    (``instances[].server``) shows its top-level path only; the header lists all."""
+    top = [p for p in paths if p and not p.startswith("instances[].")]
+    return top or [p for p in paths if p] or paths
+
+
 def _field_table(model: type[BaseModel], paths: list[str]) -> list[str]:
     directive_column = model is schema.Server
     head = ["YAML key"] + (["Redis directive"] if directive_column else [])
@@ -525,9 +532,9 @@ def scenario_reference() -> str:
                           "module config (`module.name`) is accepted too."]
         lines.append("")
         if issubclass(model, schema._Dist):
-            lines += _dist_tables(model, [p for p in paths if p])
+            lines += _dist_tables(model, _row_paths(paths))
         else:
-            lines += _field_table(model, paths)
+            lines += _field_table(model, _row_paths(paths))
     return "\n".join(lines) + "\n"
 
 

@@ -13,6 +13,9 @@ pool, a memtier connection), an open group's ``rate`` (and profile),
 ``keyspace.keys``; and ``server.maxmemory``, ``server.maxmemory-clients``.
 Everything else (the server's other directives, costs, events) is every
 instance's. Each instance draws its own random streams (``instance_seed``).
+
+``instances: [...]`` lists the instances instead, each with its own name,
+``server:`` keys (over the scenario's) and clients; nothing is split.
 """
 
 from __future__ import annotations
@@ -35,8 +38,11 @@ def instance_seed(seed: int, i: int) -> int:
 
 
 def split(scenario: Any) -> list[Any]:
-    """The ``instances`` scenarios of ``scenario``, each validated, named
-    ``<name>/i<k>``, with ``instances: 1``."""
+    """The scenarios of ``scenario``'s instances, each validated, with
+    ``instances: 1``: for ``instances: N`` its even split, named ``<name>/i<k>``;
+    for a list, one per entry (``Scenario.listed_instances``)."""
+    if isinstance(scenario.instances, list):
+        return scenario.listed_instances()
     n = int(scenario.instances)
     out = []
     for i in range(n):

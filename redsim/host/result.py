@@ -128,7 +128,8 @@ class HostResult:
         rows = []
         for i, r in enumerate(results):
             s = r.summary
-            rows.append({"instance": i, "seed": r.seed, "throughput_rps": s["throughput_rps"],
+            rows.append({"instance": i, "name": instance_name(r),
+                         "seed": r.seed, "throughput_rps": s["throughput_rps"],
                          "latency_mean_s": s["latency_mean_s"],
                          "latency_p99_s": s["latency_p99_s"],
                          "latency_max_s": s["latency_max_s"],
@@ -237,6 +238,14 @@ def _host_series(scenario: Any, results: list[Result], windows: np.ndarray,
     return ts
 
 
+def instance_name(r: Result) -> str:
+    """An instance's name: its entry's in ``instances: [...]``, else ``i<k>``
+    (the part after the last / of its scenario's name, ``host/instances.py``;
+    ``i0`` for a host's only instance)."""
+    name = str(r.scenario.name)
+    return name.rsplit("/", 1)[-1] if "/" in name else "i0"
+
+
 def _host_figure(res: HostResult, path: Path) -> None:
     import matplotlib
 
@@ -256,8 +265,11 @@ def _host_figure(res: HostResult, path: Path) -> None:
     a1.legend(loc="upper left", fontsize=8, ncol=2)
     n = len(res.instances)
     for i in range(n):
-        a2.plot(t, ts[f"i{i}_requests_per_sec"] / 1e3, lw=0.8)
+        label = instance_name(res.instances[i])
+        a2.plot(t, ts[f"i{i}_requests_per_sec"] / 1e3, lw=0.8, label=label)
         a3.plot(t, ts[f"i{i}_latency_p99"] * 1e3, lw=0.8)
+    if n <= 12:
+        a2.legend(fontsize=7, ncol=min(n, 6), loc="upper right")
     a2.set_ylabel("requests/s per instance (K)")
     a3.set_ylabel("p99 per instance (ms)")
     a3.set_xlabel("time (s)")

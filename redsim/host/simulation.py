@@ -45,8 +45,9 @@ class HostSimulation:
                  progress: bool | None = None) -> None:
         self.scenario = scenario
         self.seed = scenario.seed if seed is None else int(seed)
-        n = int(scenario.instances)
-        self.parts = split(scenario) if n > 1 else [scenario]
+        n = scenario.instance_count
+        self.parts = split(scenario) if n > 1 or isinstance(scenario.instances, list) \
+            else [scenario]
         seeds = [instance_seed(self.seed, i) for i in range(n)] if n > 1 else [self.seed]
         self.kernels = [Kernel(sc, s) for sc, s in zip(self.parts, seeds, strict=True)]
         self.seeds = seeds
@@ -147,12 +148,12 @@ class HostSimulation:
             if t < self.horizon:
                 yield env.timeout(t - env.now)
 
-    def _event(self, at: float, event):
-        """A scenario event, sent to every instance at ``at`` s (``Simulation._event``)."""
+    def _event(self, at: float, event, i: int):
+        """A scenario event, sent to instance ``i`` at ``at`` s (``Simulation._event``)."""
         yield control_timeout(self.env, at)
-        for i, k in enumerate(self.kernels):
-            self.slab_snapshots[i].append((k.now, f"before {event.do}", k.allocator()))
-            k.request(event)
+        k = self.kernels[i]
+        self.slab_snapshots[i].append((k.now, f"before {event.do}", k.allocator()))
+        k.request(event)
 
     # The progress bar and its process read env, horizon, scenario, progress and
     # _bar, as here.
@@ -167,8 +168,11 @@ class HostSimulation:
         for k in self.kernels:
             k.start()
         self._open_bar()
-        for ev in self.scenario.events:
-            self.env.process(self._event(float(ev.at), ev))
+        # Each instance's own events: the scenario's, and with instances: [...]
+        # its entry's too.
+        for i, part in enumerate(self.parts):
+            for ev in part.events:
+                self.env.process(self._event(float(ev.at), ev, i))
         host = self.env.process(self._host())
         self.env.run(until=host)
         results = []
@@ -186,6 +190,7 @@ class HostSimulation:
 
 
 def uses_host(scenario: Any) -> bool:
-    """Whether a scenario needs the host's driver: several instances, or cores
-    shared among a host's threads."""
-    return int(scenario.instances) > 1 or scenario.host.cores is not None
+    """Whether a scenario needs the host's driver: several instances (or a list
+    of them), or cores shared among a host's threads."""
+    return (scenario.instance_count > 1 or isinstance(scenario.instances, list)
+            or scenario.host.cores is not None)
