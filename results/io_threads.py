@@ -29,6 +29,20 @@ PUBLISHED = [
 """What is published about threaded I/O that this sweep can be read against."""
 
 
+def table(runs) -> list[str]:
+    """A markdown table of a sweep over io-threads: throughput (and against the
+    first row's), p99, and the host's CPU by thread."""
+    base = float(runs["throughput_rps"].iloc[0])
+    lines = ["| io-threads | throughput (req/s) | vs 1 | p99 | host CPU: main / I/O threads / "
+             "network (cores) |", "|---|---|---|---|---|"]
+    for _, r in runs.iterrows():
+        lines.append(f"| {int(r['io-threads'])} | {r['throughput_rps']:,.0f} | "
+                     f"{r['throughput_rps'] / base:.2f}x | {r['latency_p99_s'] * 1e3:.3f} ms | "
+                     f"{r['host_cpu_redis_cores']:.2f} / {r['host_cpu_io_threads_cores']:.2f} / "
+                     f"{r['host_cpu_softirq_cores'] + r['host_cpu_irq_cores']:.2f} |")
+    return lines
+
+
 def figure() -> None:
     import pandas as pd
     from matplotlib.figure import Figure  # no pyplot: no backend switched, nothing global
@@ -64,14 +78,7 @@ def figure() -> None:
     fig.tight_layout()
     fig.savefig(OUT / "io_threads.png", dpi=110)
     lines = ["# Redis 6/7 I/O threads on an 8-core host (regenerate: "
-             "`python results/io_threads.py`)", "",
-             "| io-threads | throughput (req/s) | vs 1 | p99 | host CPU: main / I/O threads / "
-             "network (cores) |", "|---|---|---|---|---|"]
-    for _, r in runs.iterrows():
-        lines.append(f"| {int(r['io-threads'])} | {r['throughput_rps']:,.0f} | "
-                     f"{r['throughput_rps'] / base:.2f}x | {r['latency_p99_s'] * 1e3:.3f} ms | "
-                     f"{r['host_cpu_redis_cores']:.2f} / {r['host_cpu_io_threads_cores']:.2f} / "
-                     f"{r['host_cpu_softirq_cores'] + r['host_cpu_irq_cores']:.2f} |")
+             "`python results/io_threads.py`)", "", *table(runs)]
     lines += ["", "Published, to read it against:", ""]
     lines += [f"- {src}: {what}" for src, what in PUBLISHED]
     lines += ["", "The model's threads cost nothing to hand clients over (no per-client list "

@@ -38,6 +38,7 @@ PUBLISHED = [
 
 
 def figure() -> None:
+    import io_threads
     import pandas as pd
     from matplotlib.figure import Figure  # no pyplot: no backend switched, nothing global
 
@@ -80,18 +81,7 @@ def figure() -> None:
     lines = ["# Redis 8 async I/O threads on 8 and 64 cores (regenerate: "
              "`python results/io_threads_async.py`)", ""]
     for cores in (64, 8):
-        r = runs[runs["cores"] == cores]
-        base = float(r["throughput_rps"].iloc[0])
-        lines += [f"## {cores} cores", "",
-                  "| io-threads | throughput (req/s) | vs 1 | p99 | host CPU: main / I/O "
-                  "threads / network (cores) |", "|---|---|---|---|---|"]
-        for _, x in r.iterrows():
-            lines.append(
-                f"| {int(x['io-threads'])} | {x['throughput_rps']:,.0f} | "
-                f"{x['throughput_rps'] / base:.2f}x | {x['latency_p99_s'] * 1e3:.3f} ms | "
-                f"{x['host_cpu_redis_cores']:.2f} / {x['host_cpu_io_threads_cores']:.2f} / "
-                f"{x['host_cpu_softirq_cores'] + x['host_cpu_irq_cores']:.2f} |")
-        lines.append("")
+        lines += [f"## {cores} cores", "", *io_threads.table(runs[runs["cores"] == cores]), ""]
     at10 = runs[(runs["cores"] == 64) & (runs["io-threads"] == REDIS8[0])]
     if len(at10):
         got = float(at10["throughput_rps"].iloc[0])

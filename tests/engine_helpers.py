@@ -62,3 +62,15 @@ def tiny_world(scenario: dict, seed: int = 1):
 
     w, streams, _ = build_world(load_scenario({"duration": 1, **scenario}), seed)
     return w._replace(**{f: a.reshape(-1) for f, a in w._asdict().items() if a.ndim > 1}), streams
+
+
+def changed(base: dict, **changes) -> dict:
+    """``base`` with top-level keys replaced; a mapping given for a mapping key
+    updates that section (``server={"io-threads": 4}`` keeps the other keys)."""
+    d = {k: (dict(v) if isinstance(v, dict) else v) for k, v in base.items()}
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(d.get(key), dict):
+            d[key] = {**d[key], **value}
+        else:
+            d[key] = value
+    return d

@@ -15,6 +15,7 @@ from redsim.host.result import HostResult
 from redsim.host.simulation import HostSimulation, uses_host
 from redsim.result import Result
 from redsim.simulation import Simulation, make_simulation
+from tests.engine_helpers import changed
 
 # A main thread kept busy: 64 closed-loop connections, 50 us round trips, GETs
 # of preloaded 64-B values. Per request the main thread spends read 1.5 +
@@ -34,13 +35,7 @@ PER_REQUEST_US = 1.5 + 0.52 + 2.25
 
 
 def _scenario(**changes) -> object:
-    d = {k: (dict(v) if isinstance(v, dict) else v) for k, v in SATURATED.items()}
-    for key, value in changes.items():
-        if isinstance(value, dict) and isinstance(d.get(key), dict):
-            d[key] = {**d[key], **value}
-        else:
-            d[key] = value
-    return load_scenario(d)
+    return load_scenario(changed(SATURATED, **changes))
 
 
 def test_deal_gives_whole_shares_that_add_up():

@@ -8,6 +8,7 @@ import pytest
 
 from redsim import load_scenario, simulate
 from redsim.config import ScenarioError
+from tests.engine_helpers import changed
 
 # The main thread's and the I/O threads' work per request, with the per-byte,
 # per-iteration and wake-up costs zeroed so that the arithmetic is exact:
@@ -30,13 +31,7 @@ IO_US = 1.5 + 0.2 + 2.25  # read and parse; take the client back, write the repl
 
 
 def _scenario(base: dict = BUSY, **changes) -> object:
-    d = {k: (dict(v) if isinstance(v, dict) else v) for k, v in base.items()}
-    for key, value in changes.items():
-        if isinstance(value, dict) and isinstance(d.get(key), dict):
-            d[key] = {**d[key], **value}
-        else:
-            d[key] = value
-    return load_scenario(d)
+    return load_scenario(changed(base, **changes))
 
 
 @pytest.mark.parametrize("io_threads, expect_rps", [
