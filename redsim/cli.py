@@ -106,6 +106,7 @@ def summary_table(summary: dict) -> str:
             ("host CPU, cores: main threads / I/O threads / fork children",
              " / ".join(f"{summary[f'host_cpu_{k}_cores']:.2f}"
                         for k in ("redis", "io_threads", "children"))),
+            ("  same-host clients", f"{summary['host_cpu_clients_cores']:.2f}"),
             ("  softirq / hard IRQ / idle",
              " / ".join(f"{summary[f'host_cpu_{k}_cores']:.2f}"
                         for k in ("softirq", "irq", "idle"))),

@@ -126,6 +126,17 @@ class Kernel:
         if not self.world.I[S.IO_ASYNC]:
             F[S.IO_SLOW] = F[S.CPU_SLOW]
 
+    def client_account(self) -> tuple[int, float]:
+        """The same-host client threads (``client_threads``) and the wall s each has
+        worked since the start (their mean)."""
+        F, I = self.world.F, self.world.I
+        n = int(I[S.CLI_THREADS])
+        return n, (float(F[S.CLI_BUSY]) / n if n else 0.0)
+
+    def set_client_rate(self, rate: float) -> None:
+        """From now on, each same-host client thread gets ``rate`` CPU s per wall s."""
+        self.world.F[S.CLI_SLOW] = 1.0 / rate
+
     def set_io_rate(self, rate: float) -> None:
         """From now on, each async I/O thread gets ``rate`` CPU s per wall s (Redis
         6/7's threads follow the main thread's rate instead)."""

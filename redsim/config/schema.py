@@ -169,6 +169,7 @@ Replay = Literal["once", "loop"]
 Checkout = Literal["lifo", "fifo"]
 KeyDistribution = Literal["uniform", "zipf"]
 IoThreadsModel = Literal["sync", "async"]
+Placement = Literal["remote", "same-host"]
 DistKind = Literal["fixed", "exponential", "uniform", "lognormal", "empirical"]
 
 
@@ -1295,6 +1296,19 @@ class ClientGroup(_Model):
     profile: Annotated[list[ProfileStep] | None, _v(_parse_profile)] = None
     """Open: piecewise-constant rate steps; `at` strictly increasing from 0."""
     pool: Pool = Field(default_factory=Pool)
+    placement: Annotated[Placement, _literal(Placement)] = "remote"
+    """Where the group's processes run. remote: on other machines, their CPU not
+    modelled (the network's round trip covers them). same-host: on Redis's host
+    (``redsim/model/client_threads.py``): each reply is read, and the next
+    request written, by one of ``client-threads`` at ``client-cpu`` per request,
+    and with ``host.cores`` those threads share the cores with Redis."""
+    client_cpu: CostUs = 11.0
+    """same-host: CPU a client thread spends per request (reading the reply,
+    writing the next request), µs. Measured: redis-benchmark 7.0 on the reference
+    2-vCPU VM, GET or SET at 50 connections, 11.0-11.1 µs per request."""
+    client_threads: PositiveInt = 1
+    """same-host: the client's threads doing that work (redis-benchmark
+    ``--threads``, memtier ``-t``); connection c is thread c mod n's."""
     pipeline: PositiveInt = 1
     """Requests in flight per connection checkout (pipelining depth)."""
     mix: Annotated[list[MixEntry], _v(_parse_mix)] = Field(

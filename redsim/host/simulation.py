@@ -31,11 +31,11 @@ from redsim.kernel import Kernel
 from redsim.simulation import Simulation, control_timeout
 
 HOST_FIELDS = ("t0", "t1", "redis_cpu", "children_cpu", "softirq_cpu", "irq_cpu",
-               "threads_runnable", "io_cpu")
+               "threads_runnable", "io_cpu", "client_cpu")
 """One row per scheduler window (``HostSimulation.windows``): its start and end
 (s), CPU s the main threads and fork children used, the kernel's network work
 (softirq and hard-IRQ CPU s), the mean number of runnable threads, and the
-CPU s of the instances' I/O threads."""
+CPU s of the instances' I/O threads and of same-host client threads."""
 
 
 class HostSimulation:
@@ -74,14 +74,14 @@ class HostSimulation:
         ks = self.kernels
         n = len(ks)
         last = np.array([k.cpu_account() for k in ks], dtype=float)
-        io_n = np.array([k.io_threads_account()[0] for k in ks], dtype=np.int64)
-        io_last = np.zeros(n)
-        io_rate = np.ones(n)
+        # Started 6/7 I/O threads spin: runnable for as long as they are started;
+        # Redis 8's, and same-host client threads, are runnable while they work.
+        io = _Threads([k.io_threads_account for k in ks])
+        cli = _Threads([k.client_account for k in ks])
         rates = np.ones(n)
         child_rate = np.ones(n)
         held_est = None
         held_prev = np.zeros(n)
-        io_frac_prev = np.zeros(n)
         clock_last = np.array([k.now for k in ks])
         t = 0.0
         while t < self.horizon:
@@ -92,7 +92,8 @@ class HostSimulation:
             serialising = [k.child_serialising for k in ks]
             for i, k in enumerate(ks):
                 k.set_cpu_rate(rates[i])
-                k.set_io_rate(io_rate[i])
+                k.set_io_rate(io.rate[i])
+                k.set_client_rate(cli.rate[i])
                 if serialising[i] and child_rate[i] < 1.0:
                     k.delay_child(dt * (1.0 - child_rate[i]))
                 if k.now < t_next:
@@ -113,36 +114,24 @@ class HostSimulation:
             held = held_prev.copy()
             held[seen] = np.minimum(delta[seen, 1] / moved[seen], 1.0)
             held_prev = held
-            # Started 6/7 I/O threads spin: runnable for as long as they are
-            # started; Redis 8's are runnable while they work.
-            io_on = np.array([k.io_threads_account()[1] for k in ks], dtype=float)
-            io_frac = io_frac_prev.copy()
-            io_frac[seen] = np.minimum((io_on - io_last)[seen] / moved[seen], 1.0)
-            io_frac_prev = io_frac
-            io_cpu = float(np.dot(io_n, (io_on - io_last) * io_rate))
-            io_last = io_on
-            io_b = np.repeat(io_frac, io_n)
-            runnable = float(held.sum() + len(children) + io_b.sum())
+            io_cpu = io.observe(seen, moved)
+            cli_cpu = cli.observe(seen, moved)
+            runnable = float(held.sum() + len(children) + io.b.sum() + cli.b.sum())
             # The next window's shares, from this one's runnable shares (one
             # window's lag), smoothed over two windows against see-saws.
             if math.isfinite(self.cores):
                 held_est = held if held_est is None else 0.5 * (held_est + held)
-                b = np.concatenate([held_est, np.ones(len(children)), io_b])
+                b = np.concatenate([held_est, np.ones(len(children)), io.b, cli.b])
                 free = max(self.cores - (softirq + irq) / dt, 0.01 * self.cores)
                 r = share(b, free)
                 rates = r[:n].copy()
                 child_rate = np.ones(n)
                 for j, i in enumerate(children):
                     child_rate[i] = r[n + j]
-                # Each instance's I/O threads share one rate (they are alike).
-                io_rate = np.ones(n)
-                first = n + len(children)
-                for i in range(n):
-                    if io_n[i] > 0:
-                        io_rate[i] = r[first]
-                        first += io_n[i]
+                first = io.assign(r, n + len(children))
+                cli.assign(r, first)
             self.windows.append((t, t_next, float(used.sum()), child_cpu, softirq, irq,
-                                 runnable, io_cpu))
+                                 runnable, io_cpu, cli_cpu))
             self.instance_cpu.append(used.copy())
             t = t_next
             if t < self.horizon:
@@ -187,6 +176,42 @@ class HostSimulation:
                                 np.array(self.windows, dtype=float).reshape(-1, len(HOST_FIELDS)),
                                 np.array(self.instance_cpu, dtype=float).reshape(
                                     -1, len(self.kernels)))
+
+
+class _Threads:
+    """One kind of helper thread of every instance, for the host's scheduler: Redis's
+    I/O threads, or a same-host client's threads. Each instance's ``account()``
+    gives its thread count and the wall s each has been runnable; the threads of
+    one instance are alike, so they get one rate (``rate``)."""
+
+    def __init__(self, accounts: list) -> None:
+        self.accounts = accounts
+        self.n = np.array([a()[0] for a in accounts], dtype=np.int64)
+        self.last = np.zeros(len(accounts))
+        self.frac = np.zeros(len(accounts))
+        self.rate = np.ones(len(accounts))
+        self.b = np.zeros(0)
+        """Each thread's runnable share over the last window (one entry per thread)."""
+
+    def observe(self, seen: np.ndarray, moved: np.ndarray) -> float:
+        """Read the window just run (the instances whose clocks moved); returns the
+        CPU s the threads used in it."""
+        on = np.array([a()[1] for a in self.accounts], dtype=float)
+        self.frac[seen] = np.minimum((on - self.last)[seen] / moved[seen], 1.0)
+        cpu = float(np.dot(self.n, (on - self.last) * self.rate))
+        self.last = on
+        self.b = np.repeat(self.frac, self.n)
+        return cpu
+
+    def assign(self, r: np.ndarray, first: int) -> int:
+        """Take the rates from the scheduler's ``r``, whose entries from ``first`` on
+        are these threads'; returns the index after them."""
+        self.rate = np.ones(len(self.accounts))
+        for i, k in enumerate(self.n):
+            if k > 0:
+                self.rate[i] = r[first]
+                first += k
+        return first
 
 
 def uses_host(scenario: Any) -> bool:

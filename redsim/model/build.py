@@ -21,6 +21,7 @@ from redsim.model import (
     arena,
     call,
     client_eviction,
+    client_threads,
     clients,
     clients_cron,
     db,
@@ -49,6 +50,7 @@ STEPS = (
     main_thread.configure,  # a core to itself until the host says otherwise
     disk.configure,  # first: its fsync table is the first empirical table
     clients.configure,  # decides conns, slots, pools, groups
+    client_threads.configure,
     call.configure,
     db.configure,  # decides key_rows (needs conns)
     memory.configure,

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 
-from redsim.model import client_memory, events
+from redsim.model import client_memory, client_threads, events
 from redsim.model.jit import entry, leaf, step
 from redsim.model.ring import wrap
 from redsim.model.rng import draw, exponential, uniform
@@ -48,6 +48,7 @@ from redsim.model.state import (
     EV_OPEN_ARRIVAL,
     EV_REAP,
     EV_REPLY,
+    EV_REPLY_READ,
     EV_RESUME,
     EV_THINK_CLOCK,
     EV_TRACE,
@@ -696,6 +697,12 @@ def trace_arrival(w, g, te):
 def handle_event(w, kind, ident, te):
     """Dispatch one client-side event (EV_ARRIVE belongs to the server loop)."""
     if kind == EV_REPLY:
+        g = w.cn_group[ident]
+        if w.gp_cli_cpu[g] > 0.0:  # a client thread on the host reads it first
+            events.push(w, client_threads.read_reply(w, g, ident, te), EV_REPLY_READ, ident)
+        else:
+            complete(w, ident, te)
+    elif kind == EV_REPLY_READ:
         complete(w, ident, te)
     elif kind == EV_ISSUE:
         if w.rq_active[ident]:
@@ -776,7 +783,9 @@ def configure(b) -> None:
     pool_group, pool_max, pool_base = [], [], []
     conn_pool, conn_group = [], []
     slot_group, slot_pool = [], []
-    g_fields: dict[str, list] = {f: [] for f in S.Groups._fields}
+    # The group fields this module declares (other mechanisms fill their own).
+    g_fields: dict[str, list] = {f.name: [] for f in S.LAYOUT.parts["gp"]
+                                 if f.owner == "model.clients"}
     mix_cmd, mix_cum, mix_keys, mix_count, mix_ttl = [], [], [], [], []
     prof_t, prof_rate = [], []
     zipf_parts: list[np.ndarray] = []

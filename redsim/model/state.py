@@ -43,8 +43,8 @@ from redsim.model import layout as _layout
 # read in this order, which is the layout's; nothing is counted by hand.
 OWNERS = (
     "model.main_thread", "model.netstack", "model.io_threads", "model.event_loop",
-    "model.clients", "model.client_memory", "model.clients_cron", "model.client_close",
-    "model.client_eviction", "model.protocol",
+    "model.clients", "model.client_threads", "model.client_memory", "model.clients_cron",
+    "model.client_close", "model.client_eviction", "model.protocol",
     "model.call", "model.db", "model.objects", "model.arena", "model.nonfull", "model.tcache",
     "model.rss",
     "model.admin", "model.memory",
@@ -67,6 +67,7 @@ PARTS = (
     ("sb", "Slabs", True, "a slab id of jemalloc's arena (its bin and free regions)"),
     ("ep", "EvPool", False, "an entry of the eviction pool (EvictionPoolLRU, 16 entries)"),
     ("io", "IoThreads", False, "a thread of io-threads (row 0: the main thread)"),
+    ("ct", "ClientThreads", False, "a thread of a same-host client group"),
     ("hp", "Heap", True, "an entry of the client-side event heap"),
     ("wh", "Wheel", True, "an entry of the timing wheel"),
     ("ln", "Lines", False, "the delay lines (FIFO rings of events a fixed delay away)"),
@@ -112,6 +113,7 @@ EV_THINK_CLOCK = 6  # a memoryless closed-loop group's uniformized think clock t
 EV_RESUME = 7  # a thread of a memoryless group's process starts thinking (after backoff)
 EV_CLOSED = 8  # the server's close of a connection with a request in flight reaches the client
 EV_PARSED = 9  # an async I/O thread parsed a request: the main thread can run it
+EV_REPLY_READ = 10  # a same-host client thread has read the reply: the request is complete
 
 # Delay lines: events that happen a fixed delay after a clock that never goes
 # back are born in time order, so they queue in a FIFO ring instead of the heap.
@@ -160,8 +162,8 @@ DIST_LOGNORMAL = 3
 DIST_EMPIRICAL = 4
 EMP_MAX_POINTS = 1001  # most points in one empirical table (config/schema.py)
 
-(Conns, Reqs, Pools, Groups, Tables, Keys, Arena, Slabs, EvPool, IoThreads, Heap, Wheel, Lines,
- Rng, Pages, Rec) = (
+(Conns, Reqs, Pools, Groups, Tables, Keys, Arena, Slabs, EvPool, IoThreads, ClientThreads, Heap,
+ Wheel, Lines, Rng, Pages, Rec) = (
     namedtuple(name, [f.name for f in LAYOUT.parts[pre]]) for pre, name, _rows, _doc in PARTS)
 KEY_ROW_ABSENT = {"cost": 0, "vlen": 0, "lru": 0, "expire": np.inf, "pos": 0, "xpos": -1,
                   "aval": 0, "akey": 0}

@@ -1,0 +1,80 @@
+"""A client group on Redis's own host (``placement: same-host``,
+model/client_threads.py): its threads' CPU per request, against hand
+arithmetic, a live redis-benchmark's figures on the reference VM, and a fork
+child that takes the cores the client and Redis share."""
+
+from __future__ import annotations
+
+import pytest
+
+from redsim import load_scenario, simulate
+from tests.engine_helpers import changed
+
+# One closed-loop connection with no think time, 20 us round trip: every thread
+# is idle when its work comes. The default costs: Redis's per request is
+# wakeup 16.7 + read 1.5 + GET 0.52 + iteration 1.0 + write 2.25 (+ per byte).
+ONE = {
+    "name": "same-host", "duration": 0.5, "warmup": 0.1, "sample-interval": 0.05,
+    "server": {"save": ""}, "network": {"rtt": "20us"},
+    "clients": [{"name": "bench", "processes": 1, "pool": {"max-size": 1},
+                 "placement": "same-host", "mix": {"GET": 1}, "keyspace": {"keys": 1000}}],
+}
+CLIENT_US = 11.0  # engine default client-cpu: redis-benchmark's CPU per request here
+WAKEUP_US = 16.7  # engine.cpu.wakeup
+
+
+def _group(**changes) -> dict:
+    return changed(ONE, clients=[{**ONE["clients"][0], **changes}])
+
+
+def test_an_idle_client_adds_its_cpu_and_a_wakeup_to_each_request():
+    # The reply wakes the client's thread (wakeup), which reads it and writes
+    # the next request (client-cpu): 11 + 16.7 = 27.7 us more than a remote
+    # client's round trip, whose machine the model does not see.
+    remote = simulate(load_scenario(_group(placement="remote")), seed=1).summary
+    same = simulate(load_scenario(ONE), seed=1).summary
+    extra = same["latency_mean_s"] - remote["latency_mean_s"]
+    assert extra == pytest.approx((CLIENT_US + WAKEUP_US) * 1e-6, abs=0.2e-6)
+
+
+def test_a_busy_client_thread_is_the_bottleneck_at_one_request_per_client_cpu():
+    # 50 connections on one client thread with cores to spare: the thread never
+    # sleeps, so it completes one request per 11 us, 90.9K/s, below what Redis
+    # could serve (~4.5 us per request). redis-benchmark -c 50 on the reference
+    # VM: 89.6K GET/s, its thread at 0.99 of a core.
+    r = simulate(load_scenario(_group(processes=50)), seed=1).summary
+    assert r["throughput_rps"] == pytest.approx(1e6 / CLIENT_US, rel=0.02)
+    # Two client threads split the connections and the work: Redis is the limit.
+    two = simulate(load_scenario(_group(processes=50, **{"client-threads": 2})), seed=1).summary
+    assert two["throughput_rps"] > 1.5 * r["throughput_rps"]
+
+
+def test_a_fork_child_takes_the_cores_the_client_and_redis_share():
+    # 2 cores, no network work (loopback's is in both sides' syscall costs), 50
+    # connections on one client thread: before the BGSAVE the client thread and
+    # Redis's main thread each have a core and the client is the bottleneck.
+    # While the child serialises, three threads want the 2 cores: the client
+    # thread gets less than a core, and the throughput follows its share -
+    # the drop's mechanism: the request rate is the client's rate / client-cpu.
+    sc = load_scenario(changed(
+        _group(processes=50), duration=6.0, warmup=0.5, **{"sample-interval": 0.1},
+        host={"cores": 2, "network": {"per-rx": 0, "per-tx": 0, "per-interrupt": 0}},
+        clients=[{**ONE["clients"][0], "processes": 50,
+                  "keyspace": {"keys": 400_000, "preload": 1.0}, "value-size": 1024}],
+        events=[{"at": 1.0, "do": "bgsave"}]))
+    r = simulate(sc, seed=1)
+    ts = r.timeseries
+    child = ts["host_cpu_children"] > 0.3
+    before = ts[(ts.index > 0.5) & (ts.index < 1.0)]
+    during = ts[child]
+    assert len(during) >= 5
+    cli_before = before["host_cpu_clients"].mean()
+    cli_during = during["host_cpu_clients"].mean()
+    assert cli_before == pytest.approx(1.0, abs=0.03)
+    assert cli_during < 0.8
+    ratio = during["requests_per_sec"].mean() / before["requests_per_sec"].mean()
+    assert ratio == pytest.approx(cli_during / cli_before, rel=0.05)
+    # Every core is accounted for: Redis + client + child + idle = 2.
+    used = during[["host_cpu_redis", "host_cpu_clients", "host_cpu_children",
+                   "host_cpu_idle"]].sum(axis=1)
+    assert used.mean() == pytest.approx(2.0, abs=0.05)
