@@ -181,6 +181,11 @@ def _hyphen(name: str) -> str:
     return name.replace("_", "-")
 
 
+def _directive(key: Any) -> str:
+    """A ``server:`` key as Redis reads a directive: case-insensitive, ``_`` as ``-``."""
+    return str(key).lower().replace("_", "-")
+
+
 def _as_section(annotation: Any) -> bool:
     # A nested model that is always present (not Optional), like server or pool.
     return isinstance(annotation, type) and issubclass(annotation, BaseModel)
@@ -414,7 +419,7 @@ class Server(_Model):
         out: dict[Any, Any] = {}
         moved: dict[Any, Any] = {}
         for key, value in data.items():
-            name = str(key).lower().replace("_", "-")
+            name = _directive(key)
             if key not in keys and name not in MODELLED_DIRECTIVES and _known_directive(name):
                 moved[name] = value
             else:
@@ -1457,9 +1462,8 @@ def _merge_server(top: Any, own: Any) -> Any:
     Redis compares directives (case and - or _ alike)."""
     if not isinstance(top, dict) or not isinstance(own, dict):
         return own
-    norm = {str(k).lower().replace("_", "-"): v for k, v in top.items()}
-    norm.update({str(k).lower().replace("_", "-"): v for k, v in own.items()})
-    return norm
+    return {**{_directive(k): v for k, v in top.items()},
+            **{_directive(k): v for k, v in own.items()}}
 
 
 class Scenario(_Model):

@@ -33,6 +33,7 @@ Simplifications:
 
 from __future__ import annotations
 
+from redsim.model import thread_clock
 from redsim.model.jit import leaf
 from redsim.model.state import C_WAKE, CLI_BUSY, CLI_SLOW
 
@@ -60,15 +61,10 @@ def read_reply(w, g, c, t_in):
     when it is done."""
     F = w.F
     th = w.gp_cli_first[g] + c % w.gp_cli_n[g]
-    start = w.ct_clock[th]
-    cost = w.gp_cli_cpu[g]
-    if start < t_in:  # asleep in epoll_wait: the reply wakes it
-        start = t_in
-        cost += F[C_WAKE]
-    wall = cost * F[CLI_SLOW]
-    w.ct_clock[th] = start + wall
+    # Asleep in epoll_wait by then, the thread is woken by the reply.
+    end, wall = thread_clock.run(w.ct_clock, th, t_in, w.gp_cli_cpu[g], F[C_WAKE], F[CLI_SLOW])
     F[CLI_BUSY] += wall
-    return start + wall
+    return end
 
 
 def configure(b) -> None:

@@ -82,6 +82,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from redsim.model import thread_clock
 from redsim.model.jit import leaf, step
 from redsim.model.main_thread import busy
 from redsim.model.state import (
@@ -220,14 +221,10 @@ def take(w, th, t_ready, cost):
     after what it already has; returns when it is done. A thread that is idle by
     then slept in ``epoll_wait`` and pays the wake-up and its loop's fixed work."""
     F = w.F
-    start = w.io_clock[th]
-    if start < t_ready:
-        start = t_ready
-        cost += F[C_WAKE] + F[C_ITER]
-    wall = cost * F[IO_SLOW]
-    w.io_clock[th] = start + wall
+    end, wall = thread_clock.run(w.io_clock, th, t_ready, cost, F[C_WAKE] + F[C_ITER],
+                                 F[IO_SLOW])
     F[IO_BUSY] += wall
-    return start + wall
+    return end
 
 
 @leaf
