@@ -133,16 +133,37 @@ def test_a_fork_child_takes_a_share_of_a_two_core_host():
     assert fork["end"] - fork["time"] > 2.0 / cpu_during * 0.97
 
 
+# Redis 6/7's threaded passes per request on the main thread, with io-threads
+# N, the read 1.5 (of which the poll's part, poll-event, 0.3 stays on the main
+# thread), GET 0.52, write 2.25 and a hand-over 0.2 (io-handoff) wherever a
+# client changes cores: an I/O thread takes each client it reads or writes;
+# the main thread takes back each client another thread read (to run its
+# command) or wrote (to look at it after the pass), (N - 1) / N of them.
+POLL, HANDOFF = 0.3, 0.2
+
+
+def _main_us_per_request(nth: int, do_reads: bool) -> float:
+    moved = HANDOFF * (nth - 1) / nth  # the main thread's hand-overs, per pass
+    writes = (HANDOFF + 2.25) / nth + moved  # its wait for the slowest writer, then its walk
+    if not do_reads:
+        return 1.5 + 0.52 + writes
+    return POLL + moved + (1.5 - POLL + HANDOFF) / nth + 0.52 + writes
+
+
 @pytest.mark.parametrize("do_reads, per_request_us", [
-    (False, 1.5 + 0.52 + 2.25 / 4),  # the writes split over 4 threads
-    (True, 1.5 / 4 + 0.52 + 2.25 / 4),  # reads too; the commands stay on the main thread
-])
+    (False, 1.5 + 0.52 + (0.2 + 2.25) / 4 + 0.2 * 3 / 4),  # 2.7825 us: the writes split
+    (True, 0.3 + 0.2 * 3 / 4 + (1.2 + 0.2) / 4 + 0.52 + (0.2 + 2.25) / 4 + 0.2 * 3 / 4),
+])  # reads too (2.0825 us); the commands and the poll stay on the main thread
 def test_io_threads_split_the_io_and_leave_commands_to_the_main_thread(do_reads, per_request_us):
     # io-threads 4 on cores of their own: with 64 clients pending every pass is
     # threaded (>= 2 x 4), each thread writes 16 of them while the main thread
-    # writes its 16 and waits, so a pass takes a quarter of the writes' time.
-    r = simulate(_scenario(server={"save": "", "io-threads": 4,
-                                   "io-threads-do-reads": do_reads}), seed=4)
+    # writes its 16 and waits, so a pass takes a quarter of the slowest
+    # thread's writes, an I/O thread's (it takes each client over first).
+    assert per_request_us == pytest.approx(_main_us_per_request(4, do_reads))
+    r = simulate(_scenario(server={"save": "", "io-threads": 4, "io-threads-do-reads": do_reads},
+                           engine={**SATURATED["engine"], "cpu": {
+                               **SATURATED["engine"]["cpu"], "poll-event": POLL,
+                               "io-handoff": HANDOFF}}), seed=4)
     assert r.summary["throughput_rps"] == pytest.approx(1e6 / per_request_us, rel=0.03)
 
 
@@ -151,12 +172,11 @@ def test_io_threads_beyond_the_cores_lose():
     # thread saturated, the I/O threads spinning), and the network's work per
     # request n = 1.5 + 0.5 + 2 interrupts x 2.0 = 6 us ahead of them. Each
     # thread gets r = (c - n X) / N of a core and the main thread's work per
-    # request is m_N = 1.5/N + 0.52 + 2.25/N, so X = r / m_N = c / (N m_N + n):
-    # N = 4: 4 / (4 x 1.4575 + 6) us = 338K/s; N = 8: 4 / (8 x 0.98875 + 6) =
-    # 288K/s. More threads split the I/O finer but leave the main thread less.
+    # request is m_N (_main_us_per_request), so X = r / m_N = c / (N m_N + n):
+    # N = 4: 4 / (4 x 2.0825 + 6) us = 279K/s; N = 8: 4 / (8 x 1.65125 + 6) =
+    # 208K/s. More threads split the I/O finer but leave the main thread less.
     def expect(nth):
-        m = 1.5 / nth + 0.52 + 2.25 / nth
-        return 4.0 / (nth * m + 6.0) * 1e6
+        return 4.0 / (nth * _main_us_per_request(nth, True) + 6.0) * 1e6
 
     runs = {nth: simulate(_scenario(host={"cores": 4}, server={
         "save": "", "io-threads": nth, "io-threads-do-reads": True}), seed=1)
@@ -165,6 +185,47 @@ def test_io_threads_beyond_the_cores_lose():
         assert r.summary["throughput_rps"] == pytest.approx(expect(nth), rel=0.03)
         assert r.summary["threads_runnable"] == pytest.approx(nth, rel=0.03)
     assert runs[8].summary["throughput_rps"] < runs[4].summary["throughput_rps"]
+
+
+# Published: Valkey's "Unlock 1 Million RPS" (valkey.io, 2024-08-05): Valkey
+# 7.2's threads (Redis 7's) gave 360K SET/s, mean latency 1.792 ms, with 8
+# I/O threads, 650 clients of SETs, 512 B values, 3M keys, c7g.16xlarge (64
+# cores). Its reproduction command is `valkey-server --io-threads 9 --save`:
+# nothing sets io-threads-do-reads, whose default (no) keeps 7.2's reads on
+# the main thread. The model's costs are the reference host's, not theirs, so
+# the tolerance is the issue's +-20 %.
+PUBLISHED_TOL = 0.20
+
+
+@pytest.mark.slow
+def test_valkey72_threads_reach_the_published_throughput_and_latency():
+    d = load_scenario("scenarios/io-threads-async.yaml").model_dump(by_alias=True)
+    d.update(duration=2.0, warmup=0.5)
+    d["engine"]["io-threads-model"] = "sync"
+    d["server"]["io-threads"] = 9
+    d["server"]["io-threads-do-reads"] = False
+    grp = d["clients"][0]
+    grp["mix"] = {"SET": 1}
+    grp["value-size"] = 512
+    s = simulate(load_scenario(d), seed=1).summary
+    assert s["throughput_rps"] == pytest.approx(360e3, rel=PUBLISHED_TOL)
+    assert s["latency_mean_s"] == pytest.approx(1.792e-3, rel=PUBLISHED_TOL)
+
+
+@pytest.mark.slow
+def test_threaded_reads_about_double_redis7_on_eight_cores():
+    # redis.conf 7.0.15 (THREADED I/O): "possible to easily speedup two times
+    # Redis", "if you have a 8 cores, try to use 6 threads"; devhands.io's
+    # Redis run of io-threads: from ~160K with one thread it "can grow by about
+    # 2-2.5 times". Their range, widened by the issue's +-20 %: 1.6x to 3.0x.
+    sc = load_scenario("scenarios/io-threads.yaml")
+    rps = {}
+    for n in (1, 6):
+        d = sc.model_dump(by_alias=True)
+        d.update(duration=1.5, warmup=0.5)
+        d["server"]["io-threads"] = n
+        rps[n] = simulate(load_scenario(d), seed=1).summary["throughput_rps"]
+    assert 1.6 <= rps[6] / rps[1] <= 3.0
 
 
 def test_a_host_run_folder_is_strict_json(tmp_path):

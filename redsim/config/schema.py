@@ -573,13 +573,26 @@ class Cpu(_Model):
     with 900K keys of 100 B; a keyspace far larger than the CPU caches costs more
     per sample and delete (GitLab's 60 GB: ~31 µs per key, scenarios/gitlab-2022.yaml)."""
     io_handoff: CostUs = 0.2
-    """Per client taken over from another thread's queue with async I/O threads
-    (``engine.io-threads-model: async``), paid by the thread that takes it: the
-    main thread per parsed command, the I/O thread per reply to write, µs. An
+    """Per client taken over from another thread, paid by the thread that takes
+    it, µs. Async I/O threads (``engine.io-threads-model: async``): the main
+    thread per parsed command, the I/O thread per reply to write. Redis 6/7's
+    threaded passes: an I/O thread per client it reads or writes, and the main
+    thread per client another thread read (to run its command) or wrote (to see
+    whether a reply is left, ``handleClientsWithPendingWritesUsingThreads``). An
     estimate: two or three cache lines of the client (its struct's hot fields,
     the query and reply buffers' heads) last written on another core, at
     ~70-100 ns per core-to-core transfer on current Xeon and Graviton parts,
     plus the queue's list work."""
+    poll_event: CostUs = 0.3
+    """Of each ``read``, the part that is the poll's: ``epoll_wait`` reporting
+    the ready connection and the event loop calling its read handler, µs. Part
+    of ``read``, not added to it; it matters only with Redis 6/7's threaded
+    reads (``io-threads-do-reads yes``), where this part stays on the main
+    thread while the thread takes the rest. From Valkey's measurement that
+    ``epoll_wait`` took "more than 20 percent" of a main thread that only ran
+    commands (valkey.io, "Unlock 1 Million RPS", 2024-08-05), at ~780K SET/s
+    before its prefetching (part 2): 0.2 / 0.8 × 1.28 µs ≈ 0.32 µs per request
+    on Graviton 3."""
     expire_sample: CostUs = 0.15
     """activeExpireCycle, per key looked at, µs."""
     expire_delete: CostUs = 2.0
@@ -619,11 +632,13 @@ class Engine(_Model):
     io_threads_model: Annotated[IoThreadsModel, _literal(IoThreadsModel)] = "sync"
     """How ``io-threads`` > 1 works (``model/io_threads.py``). ``sync``: Redis 6/7,
     the main thread fans the pending writes (and with ``io-threads-do-reads`` the
-    reads) out to the threads and waits for them, and the threads spin while
-    started. ``async``: Redis 8 (and, for the per-request split, Valkey 8), each
-    client belongs to one I/O thread that reads, parses and writes for it; the
-    main thread only executes commands, taking clients over through queues
-    (``cpu.io-handoff``), and idle threads sleep. ``io-threads-do-reads`` is
+    reads) out to the threads and waits for them, keeps the poll
+    (``cpu.poll-event``) and takes every client back (``cpu.io-handoff``), and
+    the threads spin while started. ``async``: Redis 8 (and, for the
+    per-request split, Valkey 8), each client belongs to one I/O thread that
+    reads, parses and writes for it; the main thread only executes commands,
+    taking clients over through queues (``cpu.io-handoff``), and idle threads
+    sleep. ``io-threads-do-reads`` is
     ignored with ``async``, as Redis 8 ignores it."""
     allocator_quantum: Annotated[int, _v(_quantum)] = 8
     """jemalloc quantum, bytes: 8 for Redis's bundled jemalloc, 16 for distribution

@@ -137,7 +137,6 @@ from redsim.model.state import (
     IO_PHASE,
     IO_READ_N,
     IO_SLOW,
-    IO_THREADS,
     KIND_TRACE,
     LINE_REPLY,
     LRU_CLOCK,
@@ -434,7 +433,7 @@ def read_query_from_client(w, c):
     if I[IO_ASYNC]:  # read and parsed by its I/O thread: the main thread takes it over
         busy(w, W_CPU_READ, F[C_HANDOFF])
     elif io_threads.reads_threaded(w):
-        io_threads.add_read(w, F[C_READ] + F[C_READ_B] * nread)
+        busy(w, W_CPU_READ, io_threads.postpone_read(w, F[C_READ] + F[C_READ_B] * nread))
     else:
         busy(w, W_CPU_READ, F[C_READ] + F[C_READ_B] * nread)
     netstack.received(w, nread)
@@ -520,24 +519,24 @@ def handle_clients_with_pending_writes(w):
     of them Redis 6/7's I/O threads take part (``io_threads.py``,
     ``handleClientsWithPendingWritesUsingThreads``): client k of the pending list
     is written by thread k mod N from the pass's start, each thread in order on
-    its own clock, and the main thread writes its own share, then spins until
-    the last thread is done."""
+    its own clock, and the main thread writes its own share, spins until the
+    last thread is done, then walks the clients the threads wrote."""
     F = w.F
     I = w.I
     threaded = io_threads.stop_if_needed(w)
     if threaded:
         io_threads.start_pass(w)
-    nth = I[IO_THREADS]
     t0 = F[T]
     n = I[PW_N]
     keep = 0
     for k in range(n):
         c = w.pw[k]
+        th = 0
         if threaded:
-            F[T] = w.io_clock[k % nth]
+            th, F[T] = io_threads.pass_thread(w, k)
         done = write_to_client(w, c)
         if threaded:
-            w.io_clock[k % nth] = F[T]
+            w.io_clock[th] = F[T]
         if done:
             w.cn_in_pw[c] = 0
         else:
@@ -547,6 +546,7 @@ def handle_clients_with_pending_writes(w):
     if threaded:
         F[T] = t0
         busy_to(w, W_CPU_WRITE, io_threads.end_pass(w))
+        busy(w, W_CPU_WRITE, io_threads.after_pass(w, n))
 
 
 @step

@@ -16,7 +16,18 @@ threads; the main thread is thread 0.
 - Threaded reads (``io-threads-do-reads yes``, only while the threads are
   started): the ready clients' ``read()`` and parsing are split the same
   way; the main thread waits for the slowest thread, then executes every
-  command itself.
+  command itself. The poll's part of each read (``engine.cpu.poll-event``:
+  ``epoll_wait`` reporting the connection, ``readQueryFromClient`` calling
+  ``postponeClientRead``) stays on the main thread, which still polls every
+  connection.
+- Clients cross cores at every pass: a thread that reads or writes a client
+  the main thread last touched takes it over (``engine.cpu.io-handoff``: the
+  client struct's hot lines, the query or reply buffer's head, the list
+  node), and so does the main thread when it runs the command of a client
+  another thread read and, after a write pass, when it looks at every client
+  another thread wrote (``updateClientMemUsageBucket``,
+  ``clientHasPendingReplies``). Without threaded reads the main thread pays
+  one hand-over per request; with them two, and the threads two.
 - While started, an I/O thread busy-waits for work (a loop of up to 10^6
   checks of its pending count, then a mutex the main thread does not hold):
   it keeps a core busy the whole time, which the host counts
@@ -28,7 +39,12 @@ Simplifications:
   same iteration either way, with the timers run before instead of after.
 - The read pass's length is its slowest thread's, taken as the larger of the
   reads' mean times the most clients one thread gets (ceil(n / N)) and the
-  single longest read, rather than summed per thread.
+  single longest read, rather than summed per thread; every share is
+  charged the hand-over, the main thread's own too (it takes none), which
+  lengthens a pass by at most one hand-over per client of the main
+  thread's share when that share is the slowest.
+- The main thread's hand-overs of threaded reads are (N - 1) / N per read,
+  their mean under round-robin, not counted client by client.
 - The I/O threads progress at the main thread's rate (``CPU_SLOW``): under
   processor sharing threads that are runnable as often get the same share.
 
@@ -88,6 +104,7 @@ from redsim.model.main_thread import busy
 from redsim.model.state import (
     C_HANDOFF,
     C_ITER,
+    C_POLL_EV,
     C_READ,
     C_READ_B,
     C_WAKE,
@@ -130,7 +147,10 @@ FIELDS = (
     ("F", "IO_BUSY", "f8", "s", "counter",
      "wall s the async I/O threads have worked since the start, summed over threads"),
     ("F", "C_HANDOFF", "f8", "s", "config",
-     "CPU of taking over a client another thread queued (async I/O threads), s"),
+     "CPU of taking over a client another thread last touched, s"),
+    ("F", "C_POLL_EV", "f8", "s", "config",
+     "of a read's CPU, the poll's part, which stays on the main thread with "
+     "Redis 6/7's threaded reads, s"),
     ("io", "clock", "f8", "s", "state",
      "when the thread is next free, s: an async I/O thread's clock, or each thread's "
      "in a Redis 6/7 write pass (row 0: the main thread)"),
@@ -166,6 +186,18 @@ def start_pass(w):
 
 
 @leaf
+def pass_thread(w, k):
+    """The thread that writes the write pass's k-th client (k mod N) and when it
+    starts on it: after its earlier clients and, for an I/O thread, after
+    taking the client over from the main thread, which queued its reply."""
+    th = k % w.I[IO_THREADS]
+    t = w.io_clock[th]
+    if th > 0:
+        t += w.F[C_HANDOFF] * w.F[IO_SLOW]
+    return th, t
+
+
+@leaf
 def end_pass(w):
     """The threaded write pass is over: when its last thread finished."""
     w.I[IO_PHASE] = 0
@@ -176,18 +208,35 @@ def end_pass(w):
 
 
 @leaf
+def after_pass(w, n):
+    """CPU s of the main thread's walk over the ``n`` clients of a write pass
+    once the threads are done: each that an I/O thread wrote is taken back
+    (all but the main thread's own share, ceil(n / N))."""
+    nth = w.I[IO_THREADS]
+    return w.F[C_HANDOFF] * (n - (n + nth - 1) // nth)
+
+
+@leaf
 def reads_threaded(w):
     """Whether this pass's reads go to the I/O threads (``postponeClientRead``)."""
     return w.I[IO_ACTIVE] != 0 and w.I[IO_DO_READS] != 0
 
 
 @leaf
-def add_read(w, cost):
-    """One threaded ``read()`` + parse of ``cost`` CPU s, done by some I/O thread."""
+def postpone_read(w, cost):
+    """One connection's read of ``cost`` CPU s goes to the threads
+    (``postponeClientRead``); returns the main thread's CPU s for it: the
+    poll's part, and taking the client back to run its command if another
+    thread read it ((N - 1) / N of reads). The reading thread takes the client
+    over, then reads and parses the rest."""
     F = w.F
-    F[IO_READ_SUM] += cost
-    F[IO_READ_MAX] = max(F[IO_READ_MAX], cost)
+    nth = w.I[IO_THREADS]
+    poll = min(F[C_POLL_EV], cost)
+    threaded = cost - poll + F[C_HANDOFF]
+    F[IO_READ_SUM] += threaded
+    F[IO_READ_MAX] = max(F[IO_READ_MAX], threaded)
     w.I[IO_READ_N] += 1
+    return poll + F[C_HANDOFF] * (nth - 1) / nth
 
 
 @step
@@ -255,8 +304,8 @@ def write_done(w, th, start, end):
 
 
 def configure(b) -> None:
-    """``io-threads``, ``io-threads-do-reads``, ``engine.io-threads-model`` and
-    ``engine.cpu.io-handoff``."""
+    """``io-threads``, ``io-threads-do-reads``, ``engine.io-threads-model``,
+    ``engine.cpu.io-handoff`` and ``engine.cpu.poll-event``."""
     from redsim.model import state as S
     from redsim.model.blueprint import US
 
@@ -269,6 +318,7 @@ def configure(b) -> None:
     b.I[S.IO_DO_READS] = 1 if server.io_threads_do_reads and not asynchronous else 0
     b.F[S.IO_SLOW] = 1.0
     b.F[S.C_HANDOFF] = sc.engine.cpu.io_handoff * US * sc.engine.cpu.scale
+    b.F[S.C_POLL_EV] = sc.engine.cpu.poll_event * US * sc.engine.cpu.scale
     b.fill("io", clock=np.zeros(max(server.io_threads, 1)))
 
 
