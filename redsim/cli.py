@@ -130,6 +130,18 @@ def instance_table(per) -> str:
     return "\n".join(lines)
 
 
+def group_table(groups) -> str:
+    """One line per client group of a run (``Result.groups``)."""
+    lines = [f"  {'group':<12} {'req/s':>10} {'mean':>10} {'p99':>10} {'max':>10} "
+             f"{'rejected':>9} {'failed':>7} {'-OOM':>7}"]
+    for _, r in groups.iterrows():
+        lines.append(f"  {str(r['group']):<12} {r['throughput_rps']:>10,.0f} "
+                     f"{_fmt_s(r['latency_mean_s']):>10} {_fmt_s(r['latency_p99_s']):>10} "
+                     f"{_fmt_s(r['latency_max_s']):>10} {int(r['requests_rejected']):>9,} "
+                     f"{int(r['requests_failed']):>7,} {int(r['oom_rejected']):>7,}")
+    return "\n".join(lines)
+
+
 def _load(args) -> object:
     from redsim.config import load_scenario
 
@@ -186,6 +198,9 @@ def cmd_run(args) -> int:
     per = getattr(result, "per_instance", None)
     if per is not None and 1 < len(per) <= 16:
         print("\n" + instance_table(per))
+    groups = getattr(result, "groups", None)
+    if groups is not None and len(groups) > 1:
+        print("\n" + group_table(groups))
     from redsim.result import FigureWarning
 
     with _one_line_warnings(FigureWarning):  # a figure that fails costs only itself

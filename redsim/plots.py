@@ -186,6 +186,12 @@ def _blank(_v: float, _pos: object = None) -> str:
     return ""
 
 
+_MAX_GROUP_LINES = 8
+"""Client groups whose own p99 the overview's latency panel draws, at most."""
+_GROUP_COLOURS = ("tab:blue", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan",
+                  "tab:gray", "black")
+
+
 def _panel_latency(ax: Axes, ts: pd.DataFrame, x: np.ndarray) -> None:
     ax.set_label("latency")
     drawn, positive = 0, False
@@ -199,6 +205,15 @@ def _panel_latency(ax: Axes, ts: pd.DataFrame, x: np.ndarray) -> None:
             positive |= bool(np.isfinite(y).any())
             ax.plot(x, y, label=label, color=colour, linewidth=1.0, **_marker(x))
             drawn += 1
+    # Each client group's own p99 (a run with more than one group), dashed.
+    groups = [c.removesuffix(".latency_p99") for c in ts.columns if c.endswith(".latency_p99")]
+    for i, group in enumerate(groups[:_MAX_GROUP_LINES]):
+        y = _col(ts, f"{group}.latency_p99") * 1e3
+        y[~(y > 0)] = np.nan
+        positive |= bool(np.isfinite(y).any())
+        ax.plot(x, y, label=f"{group} p99", color=_GROUP_COLOURS[i % len(_GROUP_COLOURS)],
+                linewidth=1.0, linestyle=(0, (4, 2)), **_marker(x))
+        drawn += 1
     if positive:
         ax.set_yscale("log")
         # Plain numbers (0.2, 1, 10), not 10^-1 notation; over two decades or less

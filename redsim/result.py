@@ -16,7 +16,7 @@ import pandas as pd
 
 from redsim.analysis.phases import burst_summary, phases
 from redsim.model import state as S
-from redsim.model.histogram import _EDGES, quantiles
+from redsim.model.histogram import _EDGES, N_BUCKETS, quantiles
 
 PERCENTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p999": 0.999}
 
@@ -137,6 +137,15 @@ class Result:
     slab_utilisation: pd.DataFrame = field(default_factory=pd.DataFrame)
     """Slabs in use by the share of their regions in use, at the same moments:
     ``time``, ``at``, ``lo`` < share ≤ ``hi`` (tenths), ``slabs``."""
+    groups: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Each client group's figures, one row per group: ``group``, then
+    ``GROUP_METRICS`` (requests completed, throughput, latency mean,
+    percentiles and max after the warm-up; requests rejected, failed and
+    answered -OOM). The same figures are in ``summary`` as ``<group>.<metric>``
+    and, with more than one group, per window in the time series as
+    ``<group>.requests_per_sec``, ``.latency_mean``, ``.latency_p50``,
+    ``.latency_p99`` and ``.latency_max``."""
+
 
     def phases(self) -> pd.DataFrame:
         """The eviction-cycle table (``redsim.analysis.phases``)."""
@@ -282,6 +291,7 @@ class Result:
         cycles = summary["eventloop_cycles_per_sec"]
         summary["commands_per_cycle"] = summary["ops_per_sec"] / cycles if cycles else 0.0
         summary.update(burst_summary(phases(ts)))
+        groups = _group_tables(scenario, w, n, length, ts, summary)
         b = np.arange(len(w.rc_evhist))
         calls = pd.DataFrame({"usecs_lo": np.where(b == 0, 0, 2 ** b), "usecs_hi": 2 ** (b + 1) - 1,
                               "count": w.rc_evhist.copy(), "tofree_lo": np.where(b == 0, 0, 2 ** b),
@@ -310,7 +320,8 @@ class Result:
         slabs, util = _slab_tables(snapshots)
         return cls(scenario, seed, ts, latency, summary, provenance, forks=forks,
                    trace_passes=passes, latency_events=lm, fsync_calls=fsyncs,
-                   eviction_calls=calls, slabs=slabs, slab_utilisation=util)
+                   eviction_calls=calls, slabs=slabs, slab_utilisation=util,
+                   groups=groups)
 
     # -- the run folder ----------------------------------------------------------
 
@@ -320,7 +331,8 @@ class Result:
         Files: ``scenario.yaml`` (resolved, every default filled in, trace paths
         relative to the folder),
         ``summary.json``, ``timeseries.parquet``, ``latency_histogram.csv``,
-        ``cycles.csv`` (the phase table), ``eviction_calls.csv`` and
+        ``cycles.csv`` (the phase table), ``groups.csv`` (each client group's
+        figures), ``eviction_calls.csv`` and
         ``funclatency.txt`` (performEvictions call times), ``overview.png``,
         ``cycles.png`` (the S0-style figure, when maxmemory is set),
         ``fragmentation.png`` (memory against RSS and the slabs' fill, when the
@@ -360,6 +372,7 @@ class Result:
         cycles = self.phases()
         cycles.to_csv(out / "cycles.csv", index=False)
         self.eviction_calls.to_csv(out / "eviction_calls.csv", index=False)
+        self.groups.to_csv(out / "groups.csv", index=False)
         (out / "provenance.json").write_text(json.dumps(self.provenance, indent=2,
                                                         sort_keys=True) + "\n")
         if not self.forks.empty:
@@ -405,6 +418,51 @@ class Result:
         return [name for name, draw in figures
                 if draw_guarded(out / name, lambda d=draw, p=out / name: d(p), tail)]
 
+
+GROUP_METRICS = ("requests_completed", "throughput_rps", "latency_mean_s",
+                 *(f"latency_{k}_s" for k in PERCENTILES), "latency_max_s",
+                 "requests_rejected", "requests_failed", "oom_rejected")
+"""Each client group's figures in ``Result.groups`` and, as ``<group>.<metric>``,
+in ``Result.summary``."""
+
+
+def _group_tables(scenario, w: S.World, n: int, length: np.ndarray, ts: pd.DataFrame,
+                  summary: dict) -> pd.DataFrame:
+    """Each client group's figures (``observe/groups.py``): a table, one row per
+    group, its ``<group>.<metric>`` summary keys and, with more than one group,
+    its ``<group>.requests_per_sec``, ``.latency_mean``, ``.latency_p50``,
+    ``.latency_p99`` and ``.latency_max`` series. With one group the run's
+    figures are the group's."""
+    names = [g.name for g in scenario.clients]
+    warm = float(scenario.warmup)
+    span = float(scenario.duration) - warm
+    rows = []
+    if len(names) == 1:
+        rows.append({"group": names[0], **{k: summary[k] for k in GROUP_METRICS}})
+    for g, name in enumerate(names if len(names) > 1 else ()):
+        done = int(w.gp_lat_n[g])
+        counts = w.rc_ghist[g * N_BUCKETS:(g + 1) * N_BUCKETS]
+        pct = dict(zip(PERCENTILES, quantiles(counts, list(PERCENTILES.values())), strict=True))
+        rows.append({
+            "group": name, "requests_completed": done, "throughput_rps": done / span,
+            "latency_mean_s": float(w.gp_lat_sum[g] / done) if done else float("nan"),
+            **{f"latency_{k}_s": v for k, v in pct.items()},
+            "latency_max_s": float(w.gp_lat_max[g]) if done else float("nan"),
+            "requests_rejected": int(w.gp_rejected[g]), "requests_failed": int(w.gp_failed[g]),
+            "oom_rejected": int(w.gp_oom[g])})
+        win = w.I[S.N_WIN]
+        cut = slice(g * win, g * win + n)
+        done_w = w.rc_gw_done[cut]
+        ts[f"{name}.requests_per_sec"] = done_w / length
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ts[f"{name}.latency_mean"] = np.where(done_w > 0, w.rc_gw_sum[cut] / done_w, np.nan)
+        ts[f"{name}.latency_p50"] = w.rc_gw_p50[cut]
+        ts[f"{name}.latency_p99"] = w.rc_gw_p99[cut]
+        ts[f"{name}.latency_max"] = np.where(done_w > 0, w.rc_gw_max[cut], np.nan)
+    table = pd.DataFrame(rows, columns=["group", *GROUP_METRICS])
+    for row in rows:
+        summary.update({f"{row['group']}.{k}": row[k] for k in GROUP_METRICS})
+    return table
 
 def _jsonable(d: dict) -> dict:
     out = {}

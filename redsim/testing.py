@@ -163,12 +163,14 @@ def _explain_burst(r: Run) -> str:
 def assert_no_burst(scenario: ScenarioLike, *, seeds: Iterable[int] | None = None,
                     set: Sequence[str] = (), duration: Any = None,  # noqa: A002
                     max_p99: float | str | None = None, max_rss: int | str | None = None,
-                    cache: RunCache | str | os.PathLike[str] | None = None) -> list[Run]:
+                    cache: RunCache | str | os.PathLike[str] | None = None,
+                    group: str | None = None) -> list[Run]:
     """Fail if any run (one per seed; default the scenario's seed) has an eviction
     burst, or, with ``max_p99`` (s, or a duration such as ``"5ms"``), a p99 latency
     above it, or, with ``max_rss``
     (bytes, or a size such as ``"2gb"``), a ``used_memory_rss`` peak above it.
-    Returns the runs."""
+    With ``group`` (a client group's name) ``max_p99`` is that group's p99, not
+    the whole run's. Returns the runs."""
     from redsim.config.units import parse_duration, parse_size
 
     rss_limit = None if max_rss is None else parse_size(max_rss)
@@ -184,13 +186,25 @@ def assert_no_burst(scenario: ScenarioLike, *, seeds: Iterable[int] | None = Non
                 f"over max_rss {rss_limit / 2**20:,.1f} MB (used_memory peak "
                 f"{r.summary['used_memory_peak'] / 2**20:,.1f} MB; allocator_frag_ratio at "
                 f"the end {r.summary.get('allocator_frag_ratio_end', math.nan):.2f})")
-        p99 = r.summary.get("latency_p99_s")
+        key = "" if group is None else f"{_group_key(r, group)}."
+        p99 = r.summary.get(f"{key}latency_p99_s")
         if max_p99 is not None and p99 is not None and p99 > max_p99:
+            who = "p99 latency" if group is None else f"group {group!r}'s p99 latency"
             raise AssertionError(
-                f"{r.name}: no burst, but p99 latency {p99 * 1e3:.3f} ms exceeds "
-                f"max_p99 {max_p99 * 1e3:.3f} ms (p99.9 {r.summary['latency_p999_s'] * 1e3:.3f}"
-                f" ms, main thread {r.summary['utilisation']:.0%} busy on average)")
+                f"{r.name}: no burst, but {who} {p99 * 1e3:.3f} ms exceeds "
+                f"max_p99 {max_p99 * 1e3:.3f} ms (p99.9 "
+                f"{r.summary[f'{key}latency_p999_s'] * 1e3:.3f} ms, main thread "
+                f"{r.summary['utilisation']:.0%} busy on average)")
     return runs
+
+
+def _group_key(r: Run, group: str) -> str:
+    """``group`` if the run has a client group of that name, else a clear error."""
+    names = [g.name for g in r.scenario.clients]
+    if group not in names:
+        raise ValueError(f"{r.name}: no client group {group!r}; its groups are "
+                         + ", ".join(repr(n) for n in names))
+    return group
 
 
 def _explain_no_burst(r: Run) -> str:

@@ -44,7 +44,7 @@ from redsim.model import (
 from redsim.model import state as S
 from redsim.model.blueprint import Blueprint
 from redsim.model.rng import RandomStreams
-from redsim.observe import bins
+from redsim.observe import bins, groups
 
 STEPS = (
     main_thread.configure,  # a core to itself until the host says otherwise
@@ -66,6 +66,7 @@ STEPS = (
     events.configure,  # needs conns, slots, groups
     rng.configure,
     bins.configure,
+    groups.configure,  # needs the windows
     latency.configure,
     aof.configure,
     fork.configure,  # needs key_rows

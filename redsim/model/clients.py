@@ -81,6 +81,7 @@ from redsim.model.state import (
     WI_REJECTED,
 )
 from redsim.model.world import as_world
+from redsim.observe import groups
 from redsim.observe.bins import add_interval, count, record_latency
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -473,6 +474,7 @@ def issue(w, r, te):
         # The pool's wait queue is full: the client gives up on this request.
         I[IN_FLIGHT] -= 1
         I[REQ_REJECTED] += 1
+        w.gp_rejected[w.rq_group[r]] += 1
         count(w, WI_REJECTED, te, 1)
         finish_source(w, r, te, w.gp_retry_backoff[w.rq_group[r]])
 
@@ -542,6 +544,7 @@ def complete(w, c, te):
     r = w.cn_req[c]
     ti = w.rq_t_issue[r]
     record_latency(w, te, te - ti)
+    groups.record(w, w.rq_group[r], te, te - ti)
     add_interval(w, W_IN_SYSTEM, ti, te)
     add_interval(w, W_BUSY_CONNS, w.cn_t_checkout[c], te)
     I[REQ_DONE] += 1
@@ -568,6 +571,7 @@ def server_closed(w, c, te):
     add_interval(w, W_BUSY_CONNS, w.cn_t_checkout[c], te)
     I[IN_FLIGHT] -= 1
     I[REQ_FAILED] += 1
+    w.gp_failed[w.rq_group[r]] += 1
     count(w, WI_FAILED, te, 1)
     w.cn_req[c] = -1
     w.cn_srv_closed[c] = 0
@@ -625,6 +629,7 @@ def _arrival_slot(w, g, te):
     r = take_slot(w, g)
     if r < 0:
         I[REQ_REJECTED] += 1
+        w.gp_rejected[g] += 1
         count(w, WI_REJECTED, te, 1)
         return -1
     w.rq_pool[r] = first + int(u * nproc)

@@ -417,6 +417,7 @@ def read_query_from_client(w, c):
             if result == EVICT_FAIL and w.tb_cmd_denyoom[w.cn_next_cmd[c]]:
                 w.cn_next_reply[c] = OOM_REPLY_BYTES
                 I[STAT_OOM] += 1
+                w.gp_oom[w.rq_group[w.cn_req[c]]] += 1
                 count(w, WI_OOM, F[T], 1)
             else:
                 cpu += call(w, c)

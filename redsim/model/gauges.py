@@ -60,6 +60,7 @@ from redsim.model.state import (
     WI_USED_MEMORY,
 )
 from redsim.model.world import as_world
+from redsim.observe import groups
 from redsim.observe.bins import cell, close_window
 
 
@@ -97,9 +98,11 @@ def snapshot_gauges(w, te):
 
 @entry
 def finish_windows(world, t_end):
-    """Close the open latency window and snapshot the remaining gauges."""
+    """Close the open latency windows (the run's and each group's) and snapshot
+    the remaining gauges."""
     w = as_world(world)
     F = w.F
     I = w.I
     close_window(w, I[CUR_WIN])
+    groups.finish(w)
     snapshot_gauges(w, t_end + 0.5 * F[DT])

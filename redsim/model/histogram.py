@@ -55,15 +55,22 @@ _EDGES = edges()
 def quantile(counts, edges_, n, q):
     """The q-quantile (0 < q ≤ 1) of the n-bucket histogram ``counts``, interpolated
     in its bucket. Returns NaN for an empty histogram."""
+    return quantile_from(counts, 0, edges_, n, q)
+
+
+@entry
+def quantile_from(counts, off, edges_, n, q):
+    """``quantile`` of the n-bucket histogram that starts at ``counts[off]`` (one
+    row of a flat array of histograms)."""
     total = 0
     for i in range(n):
-        total += counts[i]
+        total += counts[off + i]
     if total == 0:
         return np.nan
     rank = q * total
     cum = 0.0
     for i in range(n):
-        c = counts[i]
+        c = counts[off + i]
         if c > 0 and cum + c >= rank:
             frac = (rank - cum) / c
             return edges_[i] + frac * (edges_[i + 1] - edges_[i])

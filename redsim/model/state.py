@@ -51,7 +51,7 @@ OWNERS = (
     "model.eviction", "model.lfu", "model.expire",
     "model.aof", "model.disk", "model.fork", "model.cow", "model.defrag", "model.latency",
     "model.events",
-    "model.heap", "model.wheel", "model.rng", "observe.bins",
+    "model.heap", "model.wheel", "model.rng", "observe.bins", "observe.groups",
 )
 
 PARTS = (

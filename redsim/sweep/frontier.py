@@ -51,12 +51,15 @@ from redsim.sweep.tables import table_value
 
 _OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le,
         "==": operator.eq, "!=": operator.ne}
-_COMPARISON = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(>=|<=|==|!=|>|<)\s*(\S+)\s*$")
+_KEY = r"[A-Za-z_][A-Za-z0-9_.\-]*"
+"""A summary key; a client group's are ``<group>.<metric>`` (``web.latency_p99_s``)."""
+_COMPARISON = re.compile(rf"^\s*({_KEY})\s*(>=|<=|==|!=|>|<)\s*(\S+)\s*$")
 
 
 def criterion(text: str) -> tuple[str, Callable[[Any], bool]]:
     """Parse a criterion: a summary key read as a bool, or ``key OP number``; the
-    number may be a size (``used_memory_rss_peak > 2gb``: bytes, as Redis reads
+    key may be a client group's (``web.latency_p99_s > 0.005``); the number may be a
+    size (``used_memory_rss_peak > 2gb``: bytes, as Redis reads
     sizes).
 
     Returns:
@@ -64,7 +67,7 @@ def criterion(text: str) -> tuple[str, Callable[[Any], bool]]:
     """
     m = _COMPARISON.match(text)
     if m is None:
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text):
+        if not re.fullmatch(_KEY, text):
             raise ValueError(f"criterion {text!r}: expected a summary key or "
                              "'key > number'")
         return text, lambda v: bool(v)

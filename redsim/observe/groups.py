@@ -1,0 +1,122 @@
+"""Per-client-group accumulators: each group's completions, latencies and errors.
+
+No Redis source: the recorder, as ``observe/bins.py``, split by the client
+group a request came from, so that a scenario with a web tier and a batch
+job answers for each ("the web tier's p99 stays under 5 ms").
+
+Per group, after the warm-up: requests completed, their latencies summed, the
+largest, and a latency histogram on ``model.histogram``'s buckets; and per
+sample window: completions, latencies summed, the largest, and the p50 and
+p99 from the group's window histogram, as ``observe/bins.py`` keeps them for
+the run. Errors by kind, per group: requests the pool gave up on (rejected),
+requests whose connection Redis closed (failed) and ``-OOM`` replies.
+
+With one group the group's figures are the run's: nothing is recorded
+(``GRP_REC`` 0) and ``Result`` copies the run's.
+"""
+
+from __future__ import annotations
+
+from redsim.model.histogram import _EDGES, N_BUCKETS, bucket, quantile_from
+from redsim.model.jit import leaf, step
+from redsim.model.state import GRP_REC, N_GROUPS, N_WIN, WARMUP
+from redsim.observe.bins import window
+
+# The kernel state this module owns; model/state.py lays it out (model/layout.py
+# says what each entry holds: where, name, dtype, unit, kind, doc).
+FIELDS = (
+    ("I", "GRP_REC", "i8", "-", "config",
+     "1: each client group's completions are recorded apart (more than one group)"),
+    ("gp", "lat_n", "i8", "-", "counter", "the group's requests completed after the warm-up"),
+    ("gp", "lat_sum", "f8", "s", "counter",
+     "latencies of the group's requests completed after the warm-up, summed, s"),
+    ("gp", "lat_max", "f8", "s", "counter",
+     "the largest latency of the group's requests completed after the warm-up, s"),
+    ("gp", "rejected", "i8", "-", "counter",
+     "the group's requests given up on: the pool's wait queue or request slots were full"),
+    ("gp", "failed", "i8", "-", "counter",
+     "the group's requests whose connection Redis closed before answering"),
+    ("gp", "oom", "i8", "-", "counter", "the group's commands answered -OOM"),
+    ("gp", "cur_win", "i8", "-", "state",
+     "window whose latencies the group's row of rc gwhist is collecting"),
+    ("rc", "ghist", "i8", "-", "record",
+     "each group's latency histogram after the warm-up: groups by model.histogram buckets"),
+    ("rc", "gwhist", "i8", "-", "record",
+     "each group's histogram of its current window (gp cur_win), emptied when it closes"),
+    ("rc", "gw_done", "i8", "-", "record",
+     "each group's completions per window: groups by windows"),
+    ("rc", "gw_sum", "f8", "s", "record", "each group's latencies per window, summed, s"),
+    ("rc", "gw_max", "f8", "s", "record", "each group's largest latency per window, s"),
+    ("rc", "gw_p50", "f8", "s", "record", "each group's median latency per window, s (NaN: none)"),
+    ("rc", "gw_p99", "f8", "s", "record", "each group's 99th percentile per window, s (NaN: none)"),
+)
+
+
+@step
+def close_window(w, g, k):
+    """Group g's window k: its percentiles from its histogram, which starts afresh."""
+    base = g * N_BUCKETS
+    i = g * w.I[N_WIN] + k
+    w.rc_gw_p50[i] = quantile_from(w.rc_gwhist, base, _EDGES, N_BUCKETS, 0.5)
+    w.rc_gw_p99[i] = quantile_from(w.rc_gwhist, base, _EDGES, N_BUCKETS, 0.99)
+    for j in range(N_BUCKETS):
+        w.rc_gwhist[base + j] = 0
+
+
+@leaf
+def record(w, g, te, lat):
+    """A request of group g completed at client time ``te`` after ``lat`` seconds."""
+    if not w.I[GRP_REC]:
+        return
+    k = window(w.F, w.I, te)
+    b = bucket(lat)
+    if k != w.gp_cur_win[g]:
+        close_window(w, g, w.gp_cur_win[g])
+        w.gp_cur_win[g] = k
+    w.rc_gwhist[g * N_BUCKETS + b] += 1
+    i = g * w.I[N_WIN] + k
+    w.rc_gw_done[i] += 1
+    w.rc_gw_sum[i] += lat
+    if lat > w.rc_gw_max[i]:
+        w.rc_gw_max[i] = lat
+    if te >= w.F[WARMUP]:
+        w.rc_ghist[g * N_BUCKETS + b] += 1
+        w.gp_lat_n[g] += 1
+        w.gp_lat_sum[g] += lat
+        if lat > w.gp_lat_max[g]:
+            w.gp_lat_max[g] = lat
+
+
+@step
+def finish(w):
+    """Close every group's last window (the run's end)."""
+    if not w.I[GRP_REC]:
+        return
+    for g in range(w.I[N_GROUPS]):
+        close_window(w, g, w.gp_cur_win[g])
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def configure(b) -> None:
+    """Per-group accumulators, when there is more than one group."""
+    import numpy as np
+
+    from redsim.model import state as S
+
+    groups = len(b.scenario.clients)
+    rec = groups > 1
+    b.I[GRP_REC] = 1 if rec else 0
+    n = groups if rec else 1  # one idle row keeps the arrays non-empty
+    n_win = b.I[S.N_WIN]
+    b.fill("gp", lat_n=np.zeros(groups, np.int64), lat_sum=np.zeros(groups),
+           lat_max=np.zeros(groups), rejected=np.zeros(groups, np.int64),
+           failed=np.zeros(groups, np.int64), oom=np.zeros(groups, np.int64),
+           cur_win=np.zeros(groups, np.int64))
+    b.fill("rc", ghist=np.zeros(n * N_BUCKETS, np.int64),
+           gwhist=np.zeros(n * N_BUCKETS, np.int64),
+           gw_done=np.zeros(n * n_win if rec else 1, np.int64),
+           gw_sum=np.zeros(n * n_win if rec else 1), gw_max=np.zeros(n * n_win if rec else 1),
+           gw_p50=np.full(n * n_win if rec else 1, np.nan),
+           gw_p99=np.full(n * n_win if rec else 1, np.nan))
