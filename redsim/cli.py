@@ -32,9 +32,35 @@ def _fmt_s(v: float | None) -> str:
     return f"{v * 1e6:.1f} µs"
 
 
+def verdict(summary: dict) -> str:
+    """The answer a planner reads first: eviction bursts, stalls by cause, and the
+    CPU and memory headroom left."""
+    bursts = summary.get("bursts", 0)
+    parts = ["no eviction burst" if not bursts else
+             f"{bursts} eviction burst{'s' * (bursts != 1)}"
+             + (f" (every {summary['cycle_period_s'] / 60:.1f} min)" if bursts > 1 else "")]
+    stalls = summary.get("stalls", 0)
+    if stalls:
+        causes = ", ".join(c.replace("=", " x") for c in summary["stall_causes"].split(";"))
+        parts.append(f"{stalls} stall{'s' * (stalls != 1)} ({causes}; longest "
+                     f"{_fmt_s(summary['stall_max_s'])})")
+    else:
+        parts.append("no stall")
+    if "utilisation_peak" in summary:
+        left = max(0.0, 1.0 - summary["utilisation_peak"])  # a full window: 1 +- rounding
+        parts.append(f"CPU headroom {left:.0%} in the busiest window")
+    maxmem = summary.get("maxmemory", 0)
+    if maxmem:
+        left = maxmem - summary["used_memory_peak"]
+        parts.append(f"memory headroom {left / 2**20:,.0f} MB of maxmemory"
+                     if left > 0 else "used_memory reached maxmemory")
+    return "; ".join(parts)
+
+
 def summary_table(summary: dict) -> str:
-    """The human-readable summary printed after a run."""
+    """The human-readable summary printed after a run, its answer first."""
     rows = [
+        ("answer", verdict(summary)),
         ("scenario", summary["scenario"]),
         ("seed", summary["seed"]),
         ("simulated", f"{summary['duration_s']:g} s (warm-up {summary['warmup_s']:g} s)"),
@@ -61,6 +87,10 @@ def summary_table(summary: dict) -> str:
          f"{summary['keyspace_hits']:,} / {summary['keyspace_misses']:,}"),
         ("expired / evicted keys", f"{summary['expired_keys']:,} / {summary['evicted_keys']:,}"),
         ("commands refused with -OOM", f"{summary['oom_rejected']:,}"),
+        ("stalls (main thread held >= stall-threshold)",
+         f"{summary.get('stalls', 0):,}" + (
+             f": {summary['stall_causes'].replace(';', ', ')}; longest "
+             f"{_fmt_s(summary['stall_max_s'])}" if summary.get("stalls") else "")),
         ("eviction bursts", f"{summary['bursts']}" + (
             f", every {summary['cycle_period_s'] / 60:.1f} min"
             if summary["bursts"] > 1 else "")),

@@ -137,6 +137,15 @@ class Result:
     slab_utilisation: pd.DataFrame = field(default_factory=pd.DataFrame)
     """Slabs in use by the share of their regions in use, at the same moments:
     ``time``, ``at``, ``lo`` < share ≤ ``hi`` (tenths), ``slabs``."""
+    group_counts: dict[str, np.ndarray] = field(default_factory=dict)
+    """Each client group's latency histogram after the warm-up (``latency.edges``
+    buckets), by group name: what a host's result merges per group."""
+    stalls: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """The main thread held on one thing for at least ``stall-threshold``
+    (``observe/stalls.py``), one row per stall: ``time`` (its start, s),
+    ``duration_s``, ``cause`` (``fork``, ``aof-write``, ``aof-fsync-always``,
+    ``expire-cycle``, ``eviction-cycle``, ``command``, ...),
+    ``requests_delayed`` and ``worst_latency_s``."""
     groups: pd.DataFrame = field(default_factory=pd.DataFrame)
     """Each client group's figures, one row per group: ``group``, then
     ``GROUP_METRICS`` (requests completed, throughput, latency mean,
@@ -291,7 +300,12 @@ class Result:
         cycles = summary["eventloop_cycles_per_sec"]
         summary["commands_per_cycle"] = summary["ops_per_sec"] / cycles if cycles else 0.0
         summary.update(burst_summary(phases(ts)))
-        groups = _group_tables(scenario, w, n, length, ts, summary)
+        groups, group_counts = _group_tables(scenario, w, n, length, ts, summary, counts)
+        stalls = _stall_table(w, ts, dt)
+        summary.update(_stall_summary(w, stalls))
+        busy_windows = sum(wf[row] for row in CPU_COLUMNS.values())[post] / length[post]
+        summary["utilisation_peak"] = float(busy_windows.max()) if post.any() else 0.0
+        summary["maxmemory"] = int(scenario.server.maxmemory)
         b = np.arange(len(w.rc_evhist))
         calls = pd.DataFrame({"usecs_lo": np.where(b == 0, 0, 2 ** b), "usecs_hi": 2 ** (b + 1) - 1,
                               "count": w.rc_evhist.copy(), "tofree_lo": np.where(b == 0, 0, 2 ** b),
@@ -321,7 +335,7 @@ class Result:
         return cls(scenario, seed, ts, latency, summary, provenance, forks=forks,
                    trace_passes=passes, latency_events=lm, fsync_calls=fsyncs,
                    eviction_calls=calls, slabs=slabs, slab_utilisation=util,
-                   groups=groups)
+                   groups=groups, group_counts=group_counts, stalls=stalls)
 
     # -- the run folder ----------------------------------------------------------
 
@@ -332,7 +346,7 @@ class Result:
         relative to the folder),
         ``summary.json``, ``timeseries.parquet``, ``latency_histogram.csv``,
         ``cycles.csv`` (the phase table), ``groups.csv`` (each client group's
-        figures), ``eviction_calls.csv`` and
+        figures), ``stalls.csv`` (when there were stalls), ``eviction_calls.csv`` and
         ``funclatency.txt`` (performEvictions call times), ``overview.png``,
         ``cycles.png`` (the S0-style figure, when maxmemory is set),
         ``fragmentation.png`` (memory against RSS and the slabs' fill, when the
@@ -373,6 +387,8 @@ class Result:
         cycles.to_csv(out / "cycles.csv", index=False)
         self.eviction_calls.to_csv(out / "eviction_calls.csv", index=False)
         self.groups.to_csv(out / "groups.csv", index=False)
+        if not self.stalls.empty:
+            self.stalls.to_csv(out / "stalls.csv", index=False)
         (out / "provenance.json").write_text(json.dumps(self.provenance, indent=2,
                                                         sort_keys=True) + "\n")
         if not self.forks.empty:
@@ -427,21 +443,25 @@ in ``Result.summary``."""
 
 
 def _group_tables(scenario, w: S.World, n: int, length: np.ndarray, ts: pd.DataFrame,
-                  summary: dict) -> pd.DataFrame:
+                  summary: dict, run_counts: np.ndarray
+                  ) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
     """Each client group's figures (``observe/groups.py``): a table, one row per
     group, its ``<group>.<metric>`` summary keys and, with more than one group,
     its ``<group>.requests_per_sec``, ``.latency_mean``, ``.latency_p50``,
-    ``.latency_p99`` and ``.latency_max`` series. With one group the run's
-    figures are the group's."""
+    ``.latency_p99`` and ``.latency_max`` series; and each group's latency
+    histogram. With one group the run's figures are the group's."""
     names = [g.name for g in scenario.clients]
     warm = float(scenario.warmup)
     span = float(scenario.duration) - warm
     rows = []
+    hists: dict[str, np.ndarray] = {}
     if len(names) == 1:
         rows.append({"group": names[0], **{k: summary[k] for k in GROUP_METRICS}})
+        hists[names[0]] = run_counts
     for g, name in enumerate(names if len(names) > 1 else ()):
         done = int(w.gp_lat_n[g])
-        counts = w.rc_ghist[g * N_BUCKETS:(g + 1) * N_BUCKETS]
+        counts = w.rc_ghist[g * N_BUCKETS:(g + 1) * N_BUCKETS].copy()
+        hists[name] = counts
         pct = dict(zip(PERCENTILES, quantiles(counts, list(PERCENTILES.values())), strict=True))
         rows.append({
             "group": name, "requests_completed": done, "throughput_rps": done / span,
@@ -462,7 +482,52 @@ def _group_tables(scenario, w: S.World, n: int, length: np.ndarray, ts: pd.DataF
     table = pd.DataFrame(rows, columns=["group", *GROUP_METRICS])
     for row in rows:
         summary.update({f"{row['group']}.{k}": row[k] for k in GROUP_METRICS})
-    return table
+    return table, hists
+
+STALL_CAUSES = {
+    "fork": "fork", "aof": "aof-write", "fsync": "aof-fsync-always", "eviction": "eviction-cycle",
+    "expire": "expire-cycle", "defrag": "active-defrag-cycle", "commands": "command",
+    "cow": "copy-on-write", "cron": "cron", "read": "read", "write": "write",
+    "iteration": "event-loop", "connections": "connections"}
+"""A stall's cause, by the main-thread activity it held (``cpu_<activity>``);
+where Redis's latency monitor has an event for it, the event's name."""
+
+
+def _stall_table(w: S.World, ts: pd.DataFrame, dt: float) -> pd.DataFrame:
+    """The kept stalls (``observe/stalls.py``): ``time`` (start, s), ``duration_s``
+    (the main thread held), ``cause``, ``requests_delayed`` (in flight when it
+    began: each waited for it; those issued while it lasted waited too and are
+    not counted) and ``worst_latency_s`` (the largest latency completed in the
+    windows from its start to one window past its end)."""
+    n = min(int(w.I[S.N_STALLS]), len(w.rc_st_t))
+    rows = {row: STALL_CAUSES.get(name.removeprefix("cpu_"), name.removeprefix("cpu_"))
+            for name, row in CPU_COLUMNS.items()}
+    t = w.rc_st_t[:n].copy()
+    wall = w.rc_st_wall[:n].copy()
+    ends = ts.index.to_numpy()  # each window's end
+    lat = ts["latency_max"].to_numpy() if len(ts) else np.zeros(0)
+    worst = np.full(n, np.nan)
+    for i in range(n):
+        first = int(np.searchsorted(ends, t[i], side="right"))
+        last = int(np.searchsorted(ends, t[i] + wall[i] + dt, side="left"))
+        span = lat[first:last + 1]
+        if np.isfinite(span).any():
+            worst[i] = np.nanmax(span)
+    return pd.DataFrame({"time": t, "duration_s": wall,
+                         "cause": [rows.get(int(r), "other") for r in w.rc_st_row[:n]],
+                         "requests_delayed": w.rc_st_inflight[:n].copy(),
+                         "worst_latency_s": worst})
+
+
+def _stall_summary(w: S.World, stalls: pd.DataFrame) -> dict[str, Any]:
+    """``stalls`` (all, kept or not), ``stall_causes`` (``cause=count;...``, most
+    first), ``stall_max_s`` and ``stall_time_s`` (the kept ones' total)."""
+    counts = stalls["cause"].value_counts()
+    order = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return {"stalls": int(w.I[S.N_STALLS]),
+            "stall_causes": ";".join(f"{c}={k}" for c, k in order),
+            "stall_max_s": float(stalls["duration_s"].max()) if len(stalls) else 0.0,
+            "stall_time_s": float(stalls["duration_s"].sum())}
 
 def _jsonable(d: dict) -> dict:
     out = {}

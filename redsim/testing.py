@@ -194,8 +194,17 @@ def assert_no_burst(scenario: ScenarioLike, *, seeds: Iterable[int] | None = Non
                 f"{r.name}: no burst, but {who} {p99 * 1e3:.3f} ms exceeds "
                 f"max_p99 {max_p99 * 1e3:.3f} ms (p99.9 "
                 f"{r.summary[f'{key}latency_p999_s'] * 1e3:.3f} ms, main thread "
-                f"{r.summary['utilisation']:.0%} busy on average)")
+                f"{r.summary['utilisation']:.0%} busy on average){_worst_stall(r)}")
     return runs
+
+
+def _worst_stall(r: Run) -> str:
+    """The run's longest stall, for a failure message ("" without stalls)."""
+    n = r.summary.get("stalls", 0)
+    if not n:
+        return "; no stall"
+    return (f"; {n} stall{'s' * (n != 1)} ({r.summary['stall_causes'].replace(';', ', ')}), "
+            f"the longest {r.summary['stall_max_s'] * 1e3:,.1f} ms")
 
 
 def _group_key(r: Run, group: str) -> str:

@@ -104,3 +104,16 @@ def test_the_overview_draws_each_groups_p99():
     assert "web p99" in labels and "batch p99" in labels
     web = next(line for line in ax.get_lines() if line.get_label() == "web p99")
     np.testing.assert_allclose(web.get_ydata(), r.timeseries["web.latency_p99"] * 1e3)
+
+
+def test_a_hosts_group_figures_merge_its_instances():
+    # Two instances on a host, the one group split over them: the host's group
+    # figures are the instances' together, as the host's own are (its p99
+    # from the merged histograms, its throughput the sum).
+    sc = changed(TWO, clients=[TWO["clients"][0]], instances=2, host={"cores": 4})
+    sc["clients"][0]["processes"] = 2
+    s = simulate(load_scenario(sc), seed=3).summary
+    assert s["instances"] == 2
+    for k in ("latency_p99_s", "latency_p50_s", "throughput_rps", "requests_completed"):
+        assert s[f"web.{k}"] == pytest.approx(s[k], rel=1e-12)
+    assert s["web.latency_mean_s"] == pytest.approx(s["latency_mean_s"], rel=1e-12)

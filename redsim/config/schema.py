@@ -1495,6 +1495,12 @@ class Scenario(_Model):
     """Root seed of all random streams."""
     sample_interval: PositiveSeconds = 1.0
     """Period of the INFO-like samples, s; ≤ duration."""
+    stall_threshold: PositiveSeconds = 0.01
+    """A stall is the main thread held on one thing (a fork, a write behind an
+    fsync, an expiry or eviction cycle, one client's commands) at least this
+    long, s. Stalls are listed with their cause in ``Result.stalls`` and counted
+    in the summary (``stalls``, ``stall_causes``). 10 ms: a hundred requests'
+    worth of a busy Redis, and ten times a 1 ms p99 objective."""
     redis_conf: str | None = Field(
         default=None,
         validation_alias=AliasChoices("redis_conf", "redis-conf"),

@@ -46,8 +46,19 @@ def aggregate_summary(results: list[Result], counts: np.ndarray) -> dict[str, An
     done = np.array([r.summary["requests_completed"] for r in results], dtype=float)
     for key, v0 in first.items():
         vals = [r.summary.get(key) for r in results]
+        group, dot, metric = key.rpartition(".")
         if key in _FIRST_KEYS:
             out[key] = v0
+        elif dot and metric.startswith("latency_p") and metric.endswith("_s"):
+            continue  # from the group's merged histogram below
+        elif dot and metric == "latency_mean_s":
+            n = np.array([r.summary.get(f"{group}.requests_completed", 0) for r in results],
+                         dtype=float)
+            ok = (n > 0) & np.array([v is not None for v in vals])
+            out[key] = (float(np.dot(n[ok], np.array(vals, dtype=float)[ok]) / n[ok].sum())
+                        if ok.any() else float("nan"))
+        elif key == "stall_causes":
+            out[key] = _merge_causes(vals)
         elif key == "burst_detected":
             out[key] = any(bool(v) for v in vals)
         elif key == "latency_mean_s":
@@ -78,9 +89,27 @@ def aggregate_summary(results: list[Result], counts: np.ndarray) -> dict[str, An
     pct = quantiles(counts, list(PERCENTILES.values()))
     for name, v in zip(PERCENTILES, pct, strict=True):
         out[f"latency_{name}_s"] = float(v)
+    # Each client group's percentiles from its histograms merged over the
+    # instances that have it (every instance has the scenario's groups).
+    for group in results[0].group_counts:
+        merged = sum(r.group_counts[group] for r in results if group in r.group_counts)
+        pct = quantiles(merged, list(PERCENTILES.values()))
+        for name, v in zip(PERCENTILES, pct, strict=True):
+            out[f"{group}.latency_{name}_s"] = float(v)
     cycles = out.get("eventloop_cycles_per_sec") or 0.0
     out["commands_per_cycle"] = out["ops_per_sec"] / cycles if cycles else 0.0
     return out
+
+
+def _merge_causes(vals: list[Any]) -> str:
+    """The instances' ``stall_causes`` (``cause=count;...``) added up, most first."""
+    total: dict[str, int] = {}
+    for v in vals:
+        for part in filter(None, (v or "").split(";")):
+            cause, _, k = part.partition("=")
+            total[cause] = total.get(cause, 0) + int(k)
+    order = sorted(total.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ";".join(f"{c}={k}" for c, k in order)
 
 
 @dataclass

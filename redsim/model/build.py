@@ -44,7 +44,7 @@ from redsim.model import (
 from redsim.model import state as S
 from redsim.model.blueprint import Blueprint
 from redsim.model.rng import RandomStreams
-from redsim.observe import bins, groups
+from redsim.observe import bins, groups, stalls
 
 STEPS = (
     main_thread.configure,  # a core to itself until the host says otherwise
@@ -67,6 +67,7 @@ STEPS = (
     rng.configure,
     bins.configure,
     groups.configure,  # needs the windows
+    stalls.configure,
     latency.configure,
     aof.configure,
     fork.configure,  # needs key_rows

@@ -17,6 +17,7 @@ switch. The recorded ``W_CPU_*`` spans are the wall time the thread was held
 (running or runnable), which is what delays its next iteration; ``CPU_USED``
 keeps the CPU seconds. With ``CPU_SLOW`` 1 a cost's wall time is the cost
 itself, bit for bit (x * 1.0 == x), so a dedicated core changes nothing.
+Every span is also offered to the stall record (``observe/stalls.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import math
 
 from redsim.model.jit import leaf, step
 from redsim.model.state import CPU_HELD, CPU_SLOW, CPU_USED, CSW_COST, QUANTUM, SLICE, T
+from redsim.observe import stalls
 from redsim.observe.bins import add_interval
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -56,6 +58,7 @@ def busy(w, row, cost):
     F[CPU_USED] += cost
     F[CPU_HELD] += wall
     add_interval(w, row, t0, t0 + wall)
+    stalls.check(w, row, t0, wall)
 
 
 @step
@@ -86,6 +89,7 @@ def busy_to(w, row, t_end):
     F[CPU_USED] += (t_end - t0) / F[CPU_SLOW]
     F[CPU_HELD] += t_end - t0
     add_interval(w, row, t0, t_end)
+    stalls.check(w, row, t0, t_end - t0)
 
 
 @leaf
@@ -97,6 +101,7 @@ def busy_until(w, row, t_end):
     t0 = F[T]
     F[T] = t_end
     add_interval(w, row, t0, t_end)
+    stalls.check(w, row, t0, t_end - t0)
 
 
 def configure(b) -> None:

@@ -52,6 +52,7 @@ OWNERS = (
     "model.aof", "model.disk", "model.fork", "model.cow", "model.defrag", "model.latency",
     "model.events",
     "model.heap", "model.wheel", "model.rng", "observe.bins", "observe.groups",
+    "observe.stalls",
 )
 
 PARTS = (
