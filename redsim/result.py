@@ -155,7 +155,6 @@ class Result:
     ``<group>.requests_per_sec``, ``.latency_mean``, ``.latency_p50``,
     ``.latency_p99`` and ``.latency_max``."""
 
-
     def phases(self) -> pd.DataFrame:
         """The eviction-cycle table (``redsim.analysis.phases``)."""
         from redsim.analysis.phases import phases
@@ -303,8 +302,8 @@ class Result:
         groups, group_counts = _group_tables(scenario, w, n, length, ts, summary, counts)
         stalls = _stall_table(w, ts, dt)
         summary.update(_stall_summary(w, stalls))
-        busy_windows = sum(wf[row] for row in CPU_COLUMNS.values())[post] / length[post]
-        summary["utilisation_peak"] = float(busy_windows.max()) if post.any() else 0.0
+        summary["utilisation_peak"] = (float((busy[post] / length[post]).max())
+                                       if post.any() else 0.0)
         summary["maxmemory"] = int(scenario.server.maxmemory)
         b = np.arange(len(w.rc_evhist))
         calls = pd.DataFrame({"usecs_lo": np.where(b == 0, 0, 2 ** b), "usecs_hi": 2 ** (b + 1) - 1,
@@ -484,6 +483,7 @@ def _group_tables(scenario, w: S.World, n: int, length: np.ndarray, ts: pd.DataF
         summary.update({f"{row['group']}.{k}": row[k] for k in GROUP_METRICS})
     return table, hists
 
+
 STALL_CAUSES = {
     "fork": "fork", "aof": "aof-write", "fsync": "aof-fsync-always", "eviction": "eviction-cycle",
     "expire": "expire-cycle", "defrag": "active-defrag-cycle", "commands": "command",
@@ -522,12 +522,18 @@ def _stall_table(w: S.World, ts: pd.DataFrame, dt: float) -> pd.DataFrame:
 def _stall_summary(w: S.World, stalls: pd.DataFrame) -> dict[str, Any]:
     """``stalls`` (all, kept or not), ``stall_causes`` (``cause=count;...``, most
     first), ``stall_max_s`` and ``stall_time_s`` (the kept ones' total)."""
-    counts = stalls["cause"].value_counts()
-    order = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
     return {"stalls": int(w.I[S.N_STALLS]),
-            "stall_causes": ";".join(f"{c}={k}" for c, k in order),
+            "stall_causes": join_causes(stalls["cause"].value_counts().to_dict()),
             "stall_max_s": float(stalls["duration_s"].max()) if len(stalls) else 0.0,
             "stall_time_s": float(stalls["duration_s"].sum())}
+
+
+def join_causes(counts: dict[str, int]) -> str:
+    """Stall counts by cause as the summary's ``stall_causes``: ``cause=count``
+    joined by ``;``, most first, ties by name."""
+    order = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ";".join(f"{c}={k}" for c, k in order)
+
 
 def _jsonable(d: dict) -> dict:
     out = {}

@@ -199,7 +199,8 @@ def assert_no_burst(scenario: ScenarioLike, *, seeds: Iterable[int] | None = Non
 
 
 def _worst_stall(r: Run) -> str:
-    """The run's longest stall, for a failure message ("" without stalls)."""
+    """The run's stalls by cause and the longest, for a failure message
+    ("; no stall" without any)."""
     n = r.summary.get("stalls", 0)
     if not n:
         return "; no stall"

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from redsim.model.histogram import quantiles
-from redsim.result import PERCENTILES, Latency, Result, _jsonable, draw_guarded
+from redsim.result import PERCENTILES, Latency, Result, _jsonable, draw_guarded, join_causes
 
 HOST_COLUMNS = ("host_cpu_redis", "host_cpu_io_threads", "host_cpu_children",
                 "host_cpu_softirq", "host_cpu_irq", "host_cpu_clients", "host_cpu_idle",
@@ -108,8 +108,7 @@ def _merge_causes(vals: list[Any]) -> str:
         for part in filter(None, (v or "").split(";")):
             cause, _, k = part.partition("=")
             total[cause] = total.get(cause, 0) + int(k)
-    order = sorted(total.items(), key=lambda kv: (-kv[1], kv[0]))
-    return ";".join(f"{c}={k}" for c, k in order)
+    return join_causes(total)
 
 
 @dataclass
