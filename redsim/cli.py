@@ -163,12 +163,15 @@ def instance_table(per) -> str:
 def group_table(groups) -> str:
     """One line per client group of a run (``Result.groups``)."""
     lines = [f"  {'group':<12} {'req/s':>10} {'mean':>10} {'p99':>10} {'max':>10} "
-             f"{'rejected':>9} {'failed':>7} {'-OOM':>7}"]
+             f"{'rejected':>9} {'failed':>7} {'timeout':>8} {'refused':>8} {'-OOM':>7} "
+             f"{'conns':>6}"]
     for _, r in groups.iterrows():
         lines.append(f"  {str(r['group']):<12} {r['throughput_rps']:>10,.0f} "
                      f"{_fmt_s(r['latency_mean_s']):>10} {_fmt_s(r['latency_p99_s']):>10} "
                      f"{_fmt_s(r['latency_max_s']):>10} {int(r['requests_rejected']):>9,} "
-                     f"{int(r['requests_failed']):>7,} {int(r['oom_rejected']):>7,}")
+                     f"{int(r['requests_failed']):>7,} {int(r['requests_timed_out']):>8,} "
+                     f"{int(r['connections_refused']):>8,} {int(r['oom_rejected']):>7,} "
+                     f"{int(r['connections_peak']):>6,}")
     return "\n".join(lines)
 
 
@@ -427,7 +430,20 @@ def cmd_sweep(args) -> int:
     for line in res.lost:
         print(f"  lost (worker died; --resume retries): {line}", file=sys.stderr)
     print(f"  tables: {out}/runs.parquet, {out}/aggregate.parquet (and .csv)")
+    print(figure_listing(res.figures, out))
     return 0 if not res.lost else 1
+
+
+def figure_listing(figures: list[Path], out: Path) -> str:
+    """The line naming a sweep's figures; those of each client group apart."""
+    if not figures:
+        return f"  figures: none in {out}"
+    own = [p.name for p in figures if not p.name.startswith("groups_")]
+    groups = [p.name for p in figures if p.name.startswith("groups_")]
+    parts = [", ".join(own)] if own else []
+    if groups:
+        parts.append("per client group (one line each): " + ", ".join(groups))
+    return f"  figures in {out}: " + "; ".join(parts)
 
 
 def cmd_frontier(args) -> int:

@@ -26,8 +26,9 @@ CPU_COLUMNS = {"cpu_" + f.name.removeprefix("W_CPU_").lower(): S.LAYOUT.index[f.
 row of ``rc_wf``: every series its mechanism declares as ``cpu``, in row order."""
 
 
-MODEL_SOURCES = ("model", "observe", "host")
-"""The packages a run's figures depend on: the kernel's and the host's driver."""
+MODEL_SOURCES = ("model", "observe", "host", "traces")
+"""The packages a run's figures depend on: the kernel's, the host's driver and the
+trace readers (a trace group's commands and keys)."""
 MODEL_SKIP = ("host/result.py",)
 """Left out of the model version: the host's result only names and aggregates what
 the runs produced, as this module does for one run."""
@@ -202,6 +203,8 @@ class Result:
         ts["offered_per_sec"] = wi[S.WI_ISSUED] / length
         ts["rejected_per_sec"] = wi[S.WI_REJECTED] / length
         ts["failed_per_sec"] = wi[S.WI_FAILED] / length  # Redis closed their connection
+        ts["timeouts_per_sec"] = wi[S.WI_TIMEOUT] / length  # the client timeout passed
+        ts["refused_per_sec"] = wi[S.WI_REFUSED] / length  # refused at maxclients
         ts["connected_clients"] = wi[S.WI_CONNECTED]
         ts["connections_opened"] = wi[S.WI_OPENED]
         ts["connections_closed"] = wi[S.WI_CLOSED]
@@ -264,6 +267,9 @@ class Result:
             "total_connections_received": int(w.I[S.STAT_CONNECTIONS]),
             "requests_rejected": int(w.I[S.REQ_REJECTED]),
             "requests_failed": int(w.I[S.REQ_FAILED]),
+            "requests_timed_out": int(w.I[S.REQ_TIMEOUT]),
+            "connections_refused": int(w.I[S.REQ_REFUSED]),
+            "connections_peak": int(w.I[S.CONNECTED_PEAK]),
             "connections_closed_by_server": int(w.I[S.STAT_SERVER_CLOSED]),
             "evicted_clients": int(w.I[S.STAT_EVICTED_CLIENTS]),
             "requests_issued_total": int(w.I[S.REQ_ISSUED]),
@@ -436,7 +442,8 @@ class Result:
 
 GROUP_METRICS = ("requests_completed", "throughput_rps", "latency_mean_s",
                  *(f"latency_{k}_s" for k in PERCENTILES), "latency_max_s",
-                 "requests_rejected", "requests_failed", "oom_rejected")
+                 "requests_rejected", "requests_failed", "requests_timed_out",
+                 "connections_refused", "oom_rejected", "connections_peak")
 """Each client group's figures in ``Result.groups`` and, as ``<group>.<metric>``,
 in ``Result.summary``."""
 
@@ -468,7 +475,9 @@ def _group_tables(scenario, w: S.World, n: int, length: np.ndarray, ts: pd.DataF
             **{f"latency_{k}_s": v for k, v in pct.items()},
             "latency_max_s": float(w.gp_lat_max[g]) if done else float("nan"),
             "requests_rejected": int(w.gp_rejected[g]), "requests_failed": int(w.gp_failed[g]),
-            "oom_rejected": int(w.gp_oom[g])})
+            "requests_timed_out": int(w.gp_timeouts[g]),
+            "connections_refused": int(w.gp_refused[g]), "oom_rejected": int(w.gp_oom[g]),
+            "connections_peak": int(w.gp_conns_peak[g])})
         win = w.I[S.N_WIN]
         cut = slice(g * win, g * win + n)
         done_w = w.rc_gw_done[cut]

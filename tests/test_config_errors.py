@@ -119,14 +119,6 @@ def test_zero_connections(tmp_path: Path) -> None:
     )
 
 
-def test_more_connections_than_maxclients(tmp_path: Path) -> None:
-    path = write(tmp_path, "server: {maxclients: 50}\n"
-                           "clients:\n  - processes: 7\n    pool: {max-size: 8}\n")
-    err = error_of(path)
-    assert err.location == "clients" and err.line == 2
-    assert "can open 56 connections, more than maxclients 50" in str(err)
-
-
 def test_unreadable_redis_conf(tmp_path: Path) -> None:
     err = error_of(write(tmp_path, "redis_conf: nowhere/redis.conf\n"))
     assert err.file == str(tmp_path / "nowhere" / "redis.conf")

@@ -330,17 +330,6 @@ def test_checks_name_the_field(doc: dict[str, Any], where: str, words: str) -> N
     assert words in msg
 
 
-def test_connections_beyond_maxclients() -> None:
-    doc = {"server": {"maxclients": 100},
-           "clients": [{"processes": 10, "pool": {"max-size": 8}},
-                       {"processes": 3, "pool": {"max-size": 8}}]}
-    msg = error_of(doc)
-    assert msg.startswith("clients: expected")
-    assert "the clients' pools can open 104 connections, more than maxclients 100" in msg
-    doc["server"]["maxclients"] = 104
-    assert load(doc).server.maxclients == 104
-
-
 def test_unknown_command_lists_valid_ones() -> None:
     msg = error_of({"clients": [{"mix": [{"command": "FLY"}]}]})
     assert "GET" in msg and "SMEMBERS" in msg and "found 'FLY'" in msg

@@ -35,8 +35,8 @@ READ_OUTSIDE_THE_MODEL = {
     "description": "words for the reader",
     "seed": "the default of Simulation(seed=...) and `redsim run --seed`",
     "server.unmodelled": "kept as conf text, warned about by the loader",
-    "server.maxclients": "enforced by validation: the pools' connections may not exceed it, "
-                         "so Redis never refuses one (refusals come with issue #20)",
+    "clients.surge.connections": "expanded by validation into a group of its own "
+                                 "(schema._surge_groups)",
     "server.active_defrag_max_scan_fields": "bounds the defrag scan of a big collection; "
                                             "every key is a string (collections: issue #21)",
 }
@@ -119,7 +119,8 @@ def _every_path() -> dict:
              "think": {"distribution": "empirical", "quantiles": {"0.5": "1ms", "1.0": "5ms"}},
              "value-size": {"distribution": "uniform", "min": 10, "max": 100},
              "keyspace": {"keys": 1000, "distribution": "zipf", "write-once": 0.3,
-                          "preload": 0.5}},
+                          "preload": 0.5, "hot": {"share": 0.1, "keys": 10},
+                          "recent": {"probability": 0.2, "window": 10}}},
         ],
     }
 

@@ -442,15 +442,16 @@ def test_a_list_valued_field_is_a_categorical_axis(tmp_path, saved_figures) -> N
     assert all(p.stat().st_size > 5000 for p in written)
     # What the figures show: one category per written value, in the file's order,
     # and the values the fake records hold (bursts [True, False]; p99 1 ms, 2 ms).
-    for name, metric, ys in (("burst_probability.png", "burst_probability", [1.0, 0.0]),
-                             ("latency_p99_s.png", "latency_p99_s", [0.001, 0.002])):
+    for name, metric, ys, ylabel in (
+            ("burst_probability.png", "burst_probability", [1.0, 0.0], "burst probability"),
+            ("latency_p99_s.png", "latency_p99_s", [0.001, 0.002], "p99 latency (ms)")):
         [ax] = saved_figures[name].axes
         assert [t.get_text() for t in ax.get_xticklabels()] == ["3600 1 300 100 60 10000",
                                                                 '""']
         [line] = ax.get_lines()
         assert list(line.get_xdata()) == [0, 1]
         np.testing.assert_allclose(line.get_ydata(), ys)
-        assert ax.get_xlabel() == "save" and ax.get_ylabel() == metric
+        assert ax.get_xlabel() == "save" and ax.get_ylabel() == ylabel
         assert ax.get_title().startswith(f"{metric} vs save")
     # A probability axis shows all of [0, 1] whatever the data.
     [ax] = saved_figures["burst_probability.png"].axes

@@ -19,12 +19,12 @@ import re
 import types
 import typing
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, BeforeValidator, ValidationError
 
 from redsim.config.directives import ANSWER_CHANGING, MODELLED_DIRECTIVES, NOT_YET_MODELLED
 from redsim.config.errors import (
@@ -462,6 +462,44 @@ def field_path(path: str) -> list[str | int]:
     return segments
 
 
+def field_parser(path: str) -> Callable[[Any], Any] | None:
+    """The function that reads the value written at a dotted field path (the
+    last before-validator of its field: `clients[0].mix[1].ttl` -> the TTL's
+    duration parser), or None when the path names no field, or one without.
+
+    Walks the Scenario model as `render_path` does; a list position or a
+    mapping key steps into the element's type.
+    """
+    t: Any = Scenario
+    field: Any = None
+    try:
+        segments = field_path(path)
+    except ScenarioError:
+        return None
+    for seg in segments:
+        model = _as_model(t)
+        if model is not None and not isinstance(seg, int):
+            name = _find_field(model, str(seg))
+            if name is None:
+                return None
+            field = model.model_fields[name]
+            t = field.annotation
+            if isinstance(t, (typing.ForwardRef, str)):  # a model pydantic has not rebuilt
+                t = typing.get_type_hints(model, include_extras=True)[name]
+            continue
+        args = typing.get_args(_unwrap(t))
+        if typing.get_origin(_unwrap(t)) is dict:
+            t = args[1] if len(args) == 2 else None
+        else:
+            t = args[0] if args else None
+        field = None  # an element: its parser, if any, is in its Annotated type
+    metadata = list(getattr(field, "metadata", None) or ())
+    if typing.get_origin(t) is typing.Annotated:
+        metadata += list(t.__metadata__)
+    parsers = [m.func for m in metadata if isinstance(m, BeforeValidator)]
+    return parsers[-1] if parsers else None
+
+
 # ---------------------------------------------------------------------------------
 # redis.conf and trace paths.
 
@@ -608,18 +646,21 @@ def _resolve_traces(data: dict[Any, Any], base: Path) -> dict[int, str]:
 def _check_traces(scenario: Scenario, written: dict[int, str], ctx: _Context) -> None:
     """Parse every trace group's file now, so a file the run could not replay (missing,
     not a regular file, too large, empty, an unknown command) is a ScenarioError at
-    validation, naming the scenario's field and the trace file's own line. The run
-    reuses the parse (``parse_trace`` keeps the last ones)."""
-    # Imported here: the trace reader lives with the model it feeds.
-    from redsim.model.trace import TraceError, parse_trace
+    validation, naming the scenario's field and the trace file's own line (a binary
+    trace's record). The run reuses the parse (``redsim.traces.load_trace`` and
+    ``parse_trace`` keep the last ones)."""
+    # Imported here: the trace readers live with the model they feed.
+    from redsim.model.trace import TraceError
+    from redsim.traces import BINARY_FORMATS, load_group_trace
 
     for i, group in enumerate(scenario.clients):
         if group.kind != "trace" or group.trace is None:
             continue
         try:
-            parse_trace(group.trace)
+            load_group_trace(group)
         except TraceError as exc:
-            where = f" line {exc.line}" if exc.line is not None else ""
+            unit = "record" if group.trace_format in BINARY_FORMATS else "line"
+            where = f" {unit} {exc.line}" if exc.line is not None else ""
             raise ctx.error(
                 ("clients", i, "trace"),
                 exc.expected,

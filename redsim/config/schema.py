@@ -51,7 +51,7 @@ from redsim.config.units import (
 from redsim.fileio import IRREGULAR, TOO_LARGE, UNREADABLE, RefusedFile, open_regular
 from redsim.model.commands import COMMANDS, EFFECT_WRITE
 from redsim.model.presets import DISK_PRESETS, FORK_PRESETS
-from redsim.model.sizing import request_slots, write_once_rows_bound
+from redsim.model.sizing import connection_rows, request_slots, write_once_rows_bound
 from redsim.model.state import CONFIG_MAX_HZ, CONFIG_MIN_HZ, EMP_MAX_POINTS
 
 # ---------------------------------------------------------------------------------
@@ -165,12 +165,14 @@ RedisVersion = Literal["6.2", "7.0", "7.2"]
 ServiceDistribution = Literal["fixed", "exponential"]
 ClientKind = Literal["closed", "open", "trace"]
 TraceTiming = Literal["closed", "recorded"]
+TraceFormat = Literal["commands", "twitter", "oracle-general"]
+TraceKeyOverflow = Literal["error", "modulo"]
 Replay = Literal["once", "loop"]
 Checkout = Literal["lifo", "fifo"]
 KeyDistribution = Literal["uniform", "zipf"]
 IoThreadsModel = Literal["sync", "async"]
 Placement = Literal["remote", "same-host"]
-DistKind = Literal["fixed", "exponential", "uniform", "lognormal", "empirical"]
+DistKind = Literal["fixed", "exponential", "uniform", "lognormal", "empirical", "mixture"]
 
 
 def _literal(lit: Any) -> BeforeValidator:
@@ -555,6 +557,15 @@ class Cpu(_Model):
     """Per byte written, µs/B."""
     accept: CostUs = 20.0
     """Accepting a connection (createClient), µs."""
+    tls_handshake: CostUs = 350.0
+    """The server's side of a TLS 1.3 handshake, on the main thread (7.x runs
+    ``SSL_accept`` in the connection's event handler), per connection of a group
+    with ``tls: yes``, µs. Measured with ``openssl speed`` (OpenSSL 3.0.19) on
+    the reference host's EPYC vCPU: an RSA-2048 signature (the key
+    ``utils/gen-test-certs.sh`` makes) 257 µs and an X25519 key agreement
+    32.5 µs, twice (key generation and derivation): ~322 µs, plus the
+    handshake's hashing, key schedule and records, rounded to 350 µs. An ECDSA
+    P-256 certificate signs in ~20 µs: about 100 µs in all."""
     close: CostUs = 10.0
     """Freeing a closed connection (freeClient), µs."""
     cron: CostUs = 30.0
@@ -833,7 +844,11 @@ _DIST_KEYS: dict[str, tuple[str, ...]] = {
     "uniform": ("min", "max"),
     "lognormal": ("mean", "sigma"),
     "empirical": ("samples", "values", "quantiles"),
+    "mixture": ("components",),
 }
+
+MAX_COMPONENTS = 16
+"""Most components a mixture distribution may have."""
 
 MAX_SAMPLES = 10_000_000
 """Most values a samples file or ``values`` list may hold."""
@@ -963,6 +978,10 @@ class _Dist(_Model):
     low: float
     high: float
     sigma: float = 0.0
+    weights: tuple[float, ...] = ()
+    """Mixture only: each component's probability, summing to 1."""
+    parts: tuple[Any, ...] = ()
+    """Mixture only: the components, distributions of the same class (not mixtures)."""
     table_p: tuple[float, ...] = ()
     """Empirical only: the table's probabilities, 0 first, 1 last, increasing."""
     table_x: tuple[float, ...] = ()
@@ -999,6 +1018,8 @@ class _Dist(_Model):
                 )
         if kind == "empirical":
             return cls._empirical(data)
+        if kind == "mixture":
+            return cls._mixture(data)
         values: dict[str, float] = {}
         for key in _DIST_KEYS[kind]:
             if key in data:
@@ -1045,6 +1066,43 @@ class _Dist(_Model):
             ps, xs = cls._quantiles(raw, value)
         return {"kind": "empirical", "mean": table_mean(ps, xs), "low": xs[0],
                 "high": xs[-1], "table_p": ps, "table_x": xs}
+
+    @classmethod
+    def _mixture(cls, data: dict[Any, Any]) -> dict[str, Any]:
+        """``components: [{weight: 0.99, distribution: lognormal, ...}, ...]``: each
+        draw picks a component with its weight's probability (weights are
+        normalised to sum to 1), then draws from it."""
+        raw = data.get("components")
+        if not isinstance(raw, list) or not 2 <= len(raw) <= MAX_COMPONENTS:
+            raise BadValue(f"a list of 2 to {MAX_COMPONENTS} components, each a distribution "
+                           "with a weight", show(raw), field=("components",))
+        weights, parts = [], []
+        for i, comp in enumerate(raw):
+            where = ("components", i)
+            if not isinstance(comp, dict) or "weight" not in comp:
+                raise BadValue("a distribution with a weight, like {weight: 0.01, "
+                               "distribution: fixed, value: 50ms}", show(comp), field=where)
+            try:
+                weight = parse_float(comp["weight"], minimum=0, exclusive_min=True)
+            except BadValue as exc:
+                raise BadValue(exc.expected, exc.found, field=(*where, "weight")) from None
+            rest = {k: v for k, v in comp.items() if k != "weight"}
+            if rest.get("distribution") == "mixture":
+                raise BadValue("a component that is not itself a mixture", "mixture",
+                               field=(*where, "distribution"))
+            try:
+                part = cls.model_validate(cls._from_mapping(rest))
+            except BadValue as exc:
+                raise BadValue(exc.expected, exc.found, field=(*where, *exc.field),
+                               hint=exc.hint) from None
+            weights.append(weight)
+            parts.append(part)
+        total = math.fsum(weights)
+        weights = [x / total for x in weights]
+        return {"kind": "mixture", "mean": math.fsum(x * p.mean for x, p in zip(
+                    weights, parts, strict=True)),
+                "low": min(p.low for p in parts), "high": max(p.high for p in parts),
+                "weights": tuple(weights), "parts": tuple(parts)}
 
     @staticmethod
     def _quantiles(raw: Any, value: Callable[[Any, tuple[Any, ...]], float]
@@ -1124,6 +1182,9 @@ class _Dist(_Model):
         if self.sigma > MAX_SIGMA:
             raise BadValue(f"a lognormal sigma of at most {MAX_SIGMA:g}", show(self.sigma),
                            field=("sigma",))
+        if self.kind == "mixture" and len(self.parts) != len(self.weights):
+            raise BadValue("one weight per mixture component", f"{len(self.weights)} weights "
+                           f"for {len(self.parts)} components")
         finite = [x for x in (self.mean, self.low, self.high, *self.table_x) if math.isfinite(x)]
         if finite and max(finite) > self._max:
             raise BadValue(f"values of at most {self._max_text} ({self._unit})",
@@ -1148,6 +1209,10 @@ class _Dist(_Model):
             return {"distribution": "empirical",
                     "quantiles": {p: out(x) for p, x in zip(self.table_p, self.table_x,
                                                             strict=True)}}
+        if self.kind == "mixture":
+            return {"distribution": "mixture",
+                    "components": [{"weight": x, **p._to_yaml()}
+                                   for x, p in zip(self.weights, self.parts, strict=True)]}
         return {"distribution": "lognormal", "mean": out(self.mean), "sigma": self.sigma}
 
 
@@ -1207,6 +1272,51 @@ class Pool(_Model):
         return self
 
 
+class Surge(_Model):
+    """A group that comes and goes: on for ``for`` every ``every``, from its start."""
+
+    every: PositiveSeconds
+    """Time from one surge's start to the next's, s."""
+    length: PositiveSeconds = Field(alias="for")
+    """How long each surge lasts, s (``for`` in YAML; less than ``every``)."""
+    connections: Annotated[int | None, _v(_optional(partial(parse_int, minimum=1,
+                                                            maximum=1_000_000)))] = None
+    """Shorthand for a closed group: the group runs throughout, and a group named
+    ``<name>-surge`` of this many clients (one process each, one thread, a pool of
+    one connection, the same commands, keys and think time) runs only during
+    surges. Without it the group itself runs only during surges."""
+
+    @model_validator(mode="after")
+    def _check(self) -> Surge:
+        if self.length >= self.every:
+            raise BadValue(f"for shorter than every ({self.every:g} s)", f"{self.length:g} s",
+                           field=("for",))
+        return self
+
+
+class Reconnect(_Model):
+    """What a source waits after a failed request (timeout, refused connection)
+    before its next one: capped exponential backoff with jitter, as client
+    libraries do it (go-redis ``MinRetryBackoff`` 8 ms / ``MaxRetryBackoff``
+    512 ms, redis-py ``ExponentialBackoff``, Lettuce's reconnect delay). The
+    k-th failure in a row waits ``min(max-backoff, backoff · 2^(k-1)) · (1 −
+    jitter · U)``, U uniform in [0, 1): jitter 1 is "full jitter", 0 none."""
+
+    backoff: PositiveSeconds = 0.008
+    """Wait after the first failure in a row, s (doubles with each further one)."""
+    max_backoff: PositiveSeconds = 0.512
+    """Longest wait, s."""
+    jitter: Annotated[float, _v(parse_float, minimum=0, maximum=1)] = 1.0
+    """Fraction of the wait drawn at random (0: none; 1: uniform from 0 to the wait)."""
+
+    @model_validator(mode="after")
+    def _check(self) -> Reconnect:
+        if self.max_backoff < self.backoff:
+            raise BadValue(f"max-backoff ≥ backoff ({self.backoff:g} s)",
+                           f"{self.max_backoff:g} s", field=("max-backoff",))
+        return self
+
+
 class MixEntry(_Model):
     """One command in a client group's request mix."""
 
@@ -1242,6 +1352,26 @@ def _parse_mix(v: Any) -> Any:
     return v
 
 
+class HotKeys(_Model):
+    """A hot set: ``share`` of the group's key draws go to its ``keys`` hottest
+    ids, uniformly (``model/locality.py``)."""
+
+    share: Annotated[float, _v(parse_float, minimum=0, exclusive_min=True, maximum=0.999999)]
+    """Probability a key is drawn from the hot set (above 0, below 1)."""
+    keys: Annotated[int, _v(parse_int, minimum=1, maximum=MAX_KEYS)]
+    """Keys in the hot set: ids 0 .. keys-1."""
+
+
+class RecentReads(_Model):
+    """Reads that follow writes: with ``probability``, a read names one of the
+    group's last ``window`` written keys, uniformly (``model/locality.py``)."""
+
+    probability: Annotated[float, _v(parse_float, minimum=0, exclusive_min=True, maximum=1)]
+    """Probability a read names a recently written key."""
+    window: Annotated[int, _v(parse_int, minimum=1, maximum=1_000_000)] = 1000
+    """How many of the group's last written keys count as recent, keys."""
+
+
 class Keyspace(_Model):
     """How a client group picks keys."""
 
@@ -1269,6 +1399,14 @@ class Keyspace(_Model):
     the start are those the group's nominal rate wrote over the last
     min(history, ttl) s, ages uniform. None: as far back as the TTL (or
     preload-limit) allows; 0: none."""
+    hot: HotKeys | None = None
+    """A hot set (``{share: 0.2, keys: 100}``): that share of draws go to the
+    hottest ``keys`` ids; the rest follow ``distribution``."""
+    drift: Annotated[float, _v(parse_rate)] = 0.0
+    """The working set slides by this many key ids per second (``1k/s``), modulo
+    ``keys``: hot keys cool and others warm up. 0 = a fixed working set."""
+    recent: RecentReads | None = None
+    """Reads of recent writes (``{probability: 0.3, window: 1000}``)."""
     preload_limit: Annotated[float, _v(parse_float, minimum=0, exclusive_min=True,
                                        maximum=100)] = 1.0
     """The preloaded keys stay under this multiple of maxmemory: the group's
@@ -1344,10 +1482,51 @@ class ClientGroup(_Model):
     trace_timing: Annotated[TraceTiming, _literal(TraceTiming)] = "closed"
     """Trace: send the next command after the reply + think (closed) or at the
     recorded timestamps (recorded)."""
+    trace_format: Annotated[TraceFormat, _literal(TraceFormat)] = "commands"
+    """Trace: the file's format (``redsim/traces``). commands: redis-cli or
+    MONITOR lines; twitter: the Twitter cache-trace CSV (twitter/cache-trace);
+    oracle-general: libCacheSim's oracleGeneral binary records, each a GET."""
+    trace_speed: Annotated[float, _v(parse_float, minimum=0, exclusive_min=True)] = 1.0
+    """Trace: replay speed with trace-timing recorded: a line recorded t s after
+    the first is sent t / trace-speed s after the group starts (2 = twice as fast)."""
+    trace_key_overflow: Annotated[TraceKeyOverflow, _literal(TraceKeyOverflow)] = "error"
+    """Trace (twitter, oracle-general): the trace's keys are numbered 0, 1, 2, …
+    by first appearance into the group's keyspace; a trace with more distinct
+    keys than ``keyspace.keys`` is an error, or with modulo key i becomes
+    i mod ``keyspace.keys`` (distinct keys then share one)."""
     replay: Annotated[Replay, _literal(Replay)] = "loop"
     """Trace: play the file once or loop over it."""
     start: Seconds = 0.0
     """When the group starts sending, s."""
+    ramp: Seconds = 0.0
+    """The group's threads start one after another over this long from
+    ``start``, evenly spaced (an app fleet starting up, memtier's or JMeter's
+    ramp-up), s; 0 = all at once. Closed and trace groups."""
+    stop: Annotated[float | None, _v(_optional(parse_duration))] = None
+    """When the group stops sending, s from the run's start; none = never. Its
+    requests in flight finish; its idle connections close at once and the others
+    as their replies come back (the client memory they held is freed)."""
+    surge: Surge | None = None
+    """Run only in surges (``{every: 60s, for: 3s}``), between ``start`` and
+    ``stop``; with ``connections:``, add that many surging clients instead."""
+    timeout: Seconds = 0.0
+    """Client socket timeout, s; 0 = none (redis-py ``socket_timeout``, Jedis
+    ``soTimeout``, go-redis ``ReadTimeout``). A request whose reply has not come
+    this long after it was sent fails; the client closes the connection (Redis
+    still runs what it read, and frees the client when it finds the socket
+    closed) and the source waits its ``reconnect`` backoff before its next
+    request, which opens a new connection."""
+    connect_timeout: Annotated[float | None, _v(_optional(parse_duration))] = None
+    """A new connection's own allowance for its handshake (TCP, and TLS with
+    ``tls``), s, before its first request's ``timeout`` starts; none = the same
+    as ``timeout``, as redis-py's ``socket_connect_timeout`` defaults. Redis's
+    accept and handshake work runs at the connection's first read, so the two
+    make one deadline: ``connect-timeout + timeout`` after the request is sent."""
+    reconnect: Reconnect = Field(default_factory=Reconnect)
+    """Backoff after a timeout or a connection refused at ``maxclients``."""
+    tls: Bool = False
+    """Connect over TLS: each new connection costs Redis ``engine.cpu.tls-handshake``
+    on its main thread and the client one more round trip (TLS 1.3)."""
 
     @model_validator(mode="after")
     def _check(self) -> ClientGroup:
@@ -1363,11 +1542,46 @@ class ClientGroup(_Model):
                 if value is not None:
                     raise BadValue(f"no {key} for a {self.kind} group ({key} is for kind: open)",
                                    show(value) if key == "rate" else "a profile", field=(key,))
+        if self.stop is not None and self.stop <= self.start:
+            raise BadValue(f"a stop after start ({self.start:g} s)", show(self.stop),
+                           field=("stop",))
+        if (self.stop is not None or self.surge is not None) and self.kind == "trace" \
+                and self.trace_timing == "recorded":
+            raise BadValue("no stop or surge for a trace replayed at its recorded times",
+                           "stop" if self.stop is not None else "surge",
+                           field=("stop" if self.stop is not None else "surge",))
+        if self.surge is not None and self.surge.connections is not None:
+            raise BadValue("surge connections only on a closed group (it adds a group of "
+                           "that many clients)", f"a {self.kind} group", field=("surge",))
+        if self.ramp > 0 and (self.kind == "open" or (self.kind == "trace"
+                                                      and self.trace_timing == "recorded")):
+            raise BadValue("no ramp for arrivals (ramp starts threads; give an open group a "
+                           "rate profile)", show(self.ramp), field=("ramp",))
         if self.kind == "trace" and self.trace is None:
             raise BadValue("a trace file path for a trace group", "none", field=("trace",))
         if self.kind != "trace" and self.trace is not None:
             raise BadValue(f"no trace for a {self.kind} group (trace is for kind: trace)",
                            show(self.trace), field=("trace",))
+        if self.kind != "trace":
+            for key, value, default in (("trace_format", self.trace_format, "commands"),
+                                        ("trace_speed", self.trace_speed, 1.0),
+                                        ("trace_key_overflow", self.trace_key_overflow,
+                                         "error")):
+                if value != default:
+                    raise BadValue(f"no {_hyphen(key)} for a {self.kind} group ({_hyphen(key)} "
+                                   "is for kind: trace)", show(value), field=(key,))
+        if self.trace_speed != 1.0 and self.trace_timing != "recorded":
+            raise BadValue("trace-speed 1 unless trace-timing is recorded (the speed scales "
+                           "the recorded times; a closed replay sends after each reply)",
+                           show(self.trace_speed), field=("trace_speed",))
+        if self.trace_key_overflow != "error" and self.trace_format == "commands":
+            raise BadValue("trace-key-overflow error for trace-format commands (a command "
+                           "file's keys are not mapped to the keyspace)",
+                           show(self.trace_key_overflow), field=("trace_key_overflow",))
+        hot = self.keyspace.hot
+        if hot is not None and hot.keys > self.keyspace.keys:
+            raise BadValue(f"a hot set of at most keyspace.keys ({self.keyspace.keys:,}) keys",
+                           f"{hot.keys:,}", field=("keyspace", "hot", "keys"))
         once = self.keyspace.write_once
         if once > 0:
             writes = [m for m in self.mix if COMMANDS[m.command.upper()].effect == EFFECT_WRITE]
@@ -1433,8 +1647,25 @@ def _name_groups(data: Any) -> Any:
     for i, group in enumerate(data["clients"]):
         if isinstance(group, dict) and group.get("name") is None:
             group = {**group, "name": f"group{i}"}
-        groups.append(group)
+        groups.extend(_surge_groups(group))
     return {**data, "clients": groups}
+
+
+def _surge_groups(group: Any) -> list[Any]:
+    """A closed group with ``surge: {every, for, connections: N}`` as the two groups
+    it stands for: itself without the surge, and ``<name>-surge``, N one-connection
+    clients with the same load that run only during surges (``Surge``)."""
+    surge = group.get("surge") if isinstance(group, dict) else None
+    if not isinstance(surge, dict) or surge.get("connections") is None \
+            or group.get("kind", "closed") != "closed":
+        return [group]
+    base = {k: v for k, v in group.items() if k != "surge"}
+    pool = group.get("pool") if isinstance(group.get("pool"), dict) else {}
+    pool = {k: v for k, v in pool.items() if k not in ("max-size", "max_size")}
+    extra = {**base, "name": f"{group['name']}-surge", "processes": surge["connections"],
+             "threads": 1, "pool": {**pool, "max-size": 1},
+             "surge": {k: v for k, v in surge.items() if k != "connections"}}
+    return [base, extra]
 
 
 def _instance_name(v: Any) -> str:
@@ -1620,14 +1851,6 @@ class Scenario(_Model):
             if n > 1 and group.keyspace.keys < n:
                 raise BadValue(f"at least {n} keys (instances: {n} splits the keyspace)",
                                show(group.keyspace.keys), field=("clients", i, "keyspace", "keys"))
-        total = sum(g.processes * g.pool.max_size for g in self.clients)
-        if total > self.server.maxclients:
-            raise BadValue(
-                "Σ processes × pool.max-size ≤ server.maxclients",
-                f"the clients' pools can open {total} connections, "
-                f"more than maxclients {self.server.maxclients}",
-                field=("clients",),
-            )
         return self
 
     @property
@@ -1683,10 +1906,11 @@ class Scenario(_Model):
         """Bound what the run allocates per connection, per request slot, per key
         row and per request in flight, with the counts ``model/build.py`` uses, and
         refuse a closed loop that cannot move the clock."""
-        conns = sum(g.processes * g.pool.max_size for g in self.clients)
+        conns = sum(g.processes * connection_rows(g) for g in self.clients)
         if conns > MAX_CONNECTIONS:
             raise BadValue(f"at most {MAX_CONNECTIONS:,} connections in all "
-                           "(Σ processes × pool.max-size)", f"{conns:,}", field=("clients",))
+                           "(Σ processes × pool.max-size, × 4 for a group with a timeout)",
+                           f"{conns:,}", field=("clients",))
         slots = 0
         for i, g in enumerate(self.clients):
             n = request_slots(g)

@@ -321,3 +321,98 @@ def parse_float(
     if maximum is not None and result > maximum:
         raise BadValue(expected, show(v))
     return result
+
+
+# ---------------------------------------------------------------------------------
+# Formatting: a value back in the units a scenario file writes (figures, tables).
+
+# The units a value is shown in, largest first, each with its size in the model's
+# unit (s, bytes, 1/s, bytes/s). Every spelling is one the parser of that kind reads
+# back (`20m`, `1.5GB`, `25k/s`, `200MB/s`); sizes are Redis's binary `kb`/`mb`/`gb`.
+QUANTITY_UNITS: dict[str, tuple[tuple[str, float], ...]] = {
+    "duration": (("w", 7 * 86400.0), ("d", 86400.0), ("h", 3600.0), ("m", 60.0),
+                 ("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)),
+    "size": (("GB", float(SIZE_UNITS["gb"])), ("MB", float(SIZE_UNITS["mb"])),
+             ("KB", float(SIZE_UNITS["kb"])), ("B", 1.0)),
+    "rate": (("M/s", 1e6), ("k/s", 1e3), ("/s", 1.0)),
+    "bandwidth": (("GB/s", float(SIZE_UNITS["gb"])), ("MB/s", float(SIZE_UNITS["mb"])),
+                  ("KB/s", float(SIZE_UNITS["kb"])), ("B/s", 1.0)),
+}
+
+# What each kind's parser reads, and the value it gives for it in the model's unit:
+# how `parsed_quantity` tells a field's kind from its parser. Bandwidth comes before
+# rate: `parse_bandwidth` reads `1k/s` too (1000 bytes/s), `parse_rate` not `1kb/s`.
+_PROBES = (("duration", "1s", 1.0), ("size", "1kb", 1024.0), ("bandwidth", "1kb/s", 1024.0),
+           ("rate", "1k/s", 1000.0))
+
+
+def parsed_quantity(parse: Any) -> tuple[str, float] | None:
+    """What a field's parser reads: ``(kind, size of the field's 1 in the model's
+    unit)``, kind one of ``QUANTITY_UNITS`` (``parse_duration`` gives
+    ``("duration", 1.0)``, a millisecond field ``("duration", 0.001)``,
+    ``parse_size`` ``("size", 1.0)``), or None for anything else (a plain
+    number, a choice, a mapping).
+
+    Told by what the parser accepts, so wrappers (a bound, ``None`` let through,
+    ``functools.partial``) need no listing: the kind is the first whose spelling
+    (`1s`, `1kb`, `1kb/s`, `1k/s`) the parser reads.
+    """
+    if not callable(parse):
+        return None
+    for kind, probe, model in _PROBES:
+        try:
+            got = parse(probe)
+        except Exception:  # noqa: BLE001 - any refusal means "not this kind"
+            continue
+        if isinstance(got, (int, float)) and not isinstance(got, bool) and got > 0:
+            return kind, model / got
+    return None
+
+
+def format_number(x: float) -> str:
+    """A number in at most three significant digits, whole numbers in full,
+    without an exponent: 20, 1.33, 21.1, 1500."""
+    whole = round(x)
+    if abs(x - whole) <= 1e-9 * max(1.0, abs(x)):
+        return str(int(whole))
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+def common_unit(kind: str, values: Any) -> tuple[str, float]:
+    """One unit for a whole axis of ``kind`` (values in the model's unit): the
+    largest in which the largest magnitude is at least 1 (the smallest unit when
+    every value is below it; the model's unit when none is finite and not 0)."""
+    units = QUANTITY_UNITS[kind]
+    finite = [abs(float(v)) for v in values if v is not None and math.isfinite(float(v))]
+    top = max(finite, default=0.0)
+    if top == 0:
+        return next((n, f) for n, f in units if f == 1.0)
+    return next(((n, f) for n, f in units if top >= f * (1 - 1e-12)), units[-1])
+
+
+def format_quantity(value: float, kind: str, unit: str | None = None) -> str:
+    """``value`` (in the model's unit: s, bytes, 1/s, bytes/s) as a scenario file
+    would write it: 1200 s as ``20m``, 1209600 s as ``2w``, 64 MiB as ``64MB``,
+    25000/s as ``25k/s``.
+
+    With ``unit`` (a name in ``QUANTITY_UNITS[kind]``) the value is shown in it;
+    without, in the largest unit in which it is a whole number below 1000 (``90m``,
+    ``10d``), else the largest in which it is at least 1, to three significant
+    digits (``1.33h``, ``1.5GB``). 0 is ``0``.
+    """
+    units = QUANTITY_UNITS[kind]
+    v = float(value)
+    if not math.isfinite(v):
+        return str(v)
+    if unit is not None:
+        factor = dict(units)[unit]
+        return f"{format_number(v / factor)}{unit}" if v else "0"
+    if v == 0:
+        return "0"
+    above = [(n, f) for n, f in units if abs(v) >= f * (1 - 1e-12)] or [units[-1]]
+    for n, f in above:
+        x = v / f
+        if abs(x) < 1000 and abs(x - round(x)) <= 1e-9 * abs(x):
+            return f"{format_number(x)}{n}"
+    n, f = above[0]
+    return f"{format_number(v / f)}{n}"

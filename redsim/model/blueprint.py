@@ -48,6 +48,7 @@ class Blueprint:
         self.extra: dict[str, Any] = {}
         self._parts: dict[str, dict[str, np.ndarray]] = {pre: {} for pre, _ in S._PARTS}
         self._emp_p: list[float] = []
+        self._mix: list[tuple[float, int, float, float, float, float]] = []
         self._emp_x: list[float] = []
 
     def part(self, pre: str) -> dict[str, np.ndarray]:
@@ -66,6 +67,14 @@ class Blueprint:
         """The kernel's (kind, mean, low, high, sigma) for a scenario distribution;
         an empirical one's table is appended to ``tb_emp_p``/``tb_emp_x`` and its
         first and last point's index given as low and high."""
+        if d.kind == "mixture":
+            comps = [(w, *self.dist(part)) for w, part in zip(d.weights, d.parts, strict=True)]
+            first = len(self._mix)
+            acc = 0.0
+            for i, (w, kind, mean, low, high, sigma) in enumerate(comps):
+                acc = 1.0 if i == len(comps) - 1 else acc + w
+                self._mix.append((acc, kind, mean, low, high, sigma))
+            return S.DIST_MIXTURE, float(d.mean), float(first), float(len(self._mix) - 1), 0.0
         if d.kind != "empirical":
             return _DIST[d.kind], float(d.mean), float(d.low), float(d.high), float(d.sigma)
         assert 2 <= len(d.table_p) == len(d.table_x) <= S.EMP_MAX_POINTS
@@ -75,11 +84,16 @@ class Blueprint:
         return S.DIST_EMPIRICAL, float(d.mean), float(first), float(len(self._emp_p) - 1), 0.0
 
     def empirical_tables(self) -> dict[str, np.ndarray]:
-        """Every empirical distribution's table, as ``Tables`` fields."""
-        if not self._emp_p:
-            return {"emp_p": np.zeros(1), "emp_x": np.zeros(1)}
-        return {"emp_p": np.asarray(self._emp_p, np.float64),
-                "emp_x": np.asarray(self._emp_x, np.float64)}
+        """Every empirical distribution's table and every mixture's components, as
+        ``Tables`` fields."""
+        out = ({"emp_p": np.zeros(1), "emp_x": np.zeros(1)} if not self._emp_p else
+               {"emp_p": np.asarray(self._emp_p, np.float64),
+                "emp_x": np.asarray(self._emp_x, np.float64)})
+        rows = self._mix or [(1.0, S.DIST_FIXED, 0.0, 0.0, 0.0, 0.0)]
+        for j, name in enumerate(("cum", "kind", "mean", "low", "high", "sigma")):
+            col = [r[j] for r in rows]
+            out[f"dmix_{name}"] = np.asarray(col, np.int64 if name == "kind" else np.float64)
+        return out
 
     def parts(self) -> dict[str, Any]:
         """Each part as its namedtuple; every field must have been filled."""

@@ -34,6 +34,7 @@ from redsim.model import (
     fork,
     io_threads,
     latency,
+    locality,
     main_thread,
     memory,
     protocol,
@@ -52,6 +53,7 @@ STEPS = (
     clients.configure,  # decides conns, slots, pools, groups
     client_threads.configure,
     call.configure,
+    locality.configure,
     db.configure,  # decides key_rows (needs conns)
     memory.configure,
     arena.configure,  # needs conns, max_pipeline and db's slab_demand

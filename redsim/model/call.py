@@ -54,6 +54,7 @@ from redsim.model.db import (
     set_key,
 )
 from redsim.model.jit import leaf, step
+from redsim.model.locality import hot_or_rest, recent_or_rest, remember, slide
 from redsim.model.protocol import bulk, digits, elements, header, value_bytes_moved
 from redsim.model.rng import draw, peek_uniform, uniform
 from redsim.model.state import DIRTY, T
@@ -118,17 +119,38 @@ def zipf_cdf(n: int, s: float) -> np.ndarray:
 
 @leaf
 def key_at(w, g, u):
-    """The key id at quantile u of group g's key distribution (uniform or Zipf)."""
+    """The key id at quantile u of group g's key distribution (uniform or Zipf),
+    with its hot set and drift (``locality.py``)."""
+    if w.gp_hot_share[g] > 0.0:
+        hot, u = hot_or_rest(w, g, u)
+        if hot >= 0:
+            return slide(w, g, hot)
     if w.gp_zipf_base[g] < 0:
-        return int(u * w.gp_keys[g])
-    base = w.gp_zipf_base[g]
-    return _search(w.tb_zipf_cdf, base, base + w.gp_keys[g], u) - base
+        key = int(u * w.gp_keys[g])
+    else:
+        base = w.gp_zipf_base[g]
+        key = _search(w.tb_zipf_cdf, base, base + w.gp_keys[g], u) - base
+    if w.gp_drift[g] > 0.0:
+        return slide(w, g, key)
+    return key
 
 
 @leaf
 def pick_key(w, g):
     """A key id drawn from group g's key distribution."""
     return key_at(w, g, uniform(w, w.gp_stream[g] + 1))
+
+
+@leaf
+def pick_read_key(w, g):
+    """The key a read of group g names: one of its recent writes with the
+    ``recent`` probability, else a draw as ``pick_key`` (one uniform either way)."""
+    if w.gp_rw_size[g] == 0:
+        return pick_key(w, g)
+    key, u = recent_or_rest(w, g)
+    if key >= 0:
+        return key
+    return key_at(w, g, u)
 
 
 @leaf
@@ -197,6 +219,7 @@ def call(w, c):
                 set_key(w, key if i == 0 else pick_key(w, g), key_len, w.cn_next_value[c],
                         w.cn_next_ttl[c])
             changed = k
+            remember(w, g, key)
         elif effect == EFFECT_DELETE:
             changed = 0
             for i in range(k):

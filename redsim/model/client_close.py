@@ -45,6 +45,7 @@ from redsim.model.state import (
     WI_CLOSED,
     T,
 )
+from redsim.observe import groups
 from redsim.observe.bins import add_interval, count
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -103,6 +104,7 @@ def free_client(w, c):
     w.cn_is_open[c] = 0
     w.cn_srv_closed[c] = 1
     I[CONNECTED] -= 1
+    groups.connected(w, w.cn_group[c], -1)
     count(w, WI_CLOSED, F[T], 1)
     I[STAT_SERVER_CLOSED] += 1
     busy(w, W_CPU_CONNECTIONS, F[C_CLOSE])

@@ -39,18 +39,23 @@ from redsim.model import client_memory, client_threads, events
 from redsim.model.jit import entry, leaf, step
 from redsim.model.ring import wrap
 from redsim.model.rng import draw, exponential, uniform
-from redsim.model.sizing import memoryless_group, request_slots
+from redsim.model.sizing import connection_rows, memoryless_group, request_slots
 from redsim.model.state import (
     CONNECTED,
     EV_ARRIVE,
     EV_CLOSED,
+    EV_GROUP_OFF,
+    EV_GROUP_ON,
     EV_ISSUE,
     EV_OPEN_ARRIVAL,
+    EV_RAMP,
     EV_REAP,
+    EV_REFUSED,
     EV_REPLY,
     EV_REPLY_READ,
     EV_RESUME,
     EV_THINK_CLOCK,
+    EV_TIMEOUT,
     EV_TRACE,
     IN_FLIGHT,
     KIND_CLOSED,
@@ -58,16 +63,20 @@ from redsim.model.state import (
     KIND_TRACE,
     LINE_ARRIVE,
     MAX_PASS_REC,
+    MAXCLIENTS,
     N_CONNS,
     N_GROUPS,
     N_PASS,
     N_PASS_FIELDS,
     N_POOLS,
     PENDING_CLOSE,
+    PENDING_REFUSED,
     REQ_DONE,
     REQ_FAILED,
     REQ_ISSUED,
+    REQ_REFUSED,
     REQ_REJECTED,
+    REQ_TIMEOUT,
     RTT_HALF,
     STAT_CONNECTIONS,
     STREAMS_PER_GROUP,
@@ -78,7 +87,9 @@ from redsim.model.state import (
     WI_FAILED,
     WI_ISSUED,
     WI_OPENED,
+    WI_REFUSED,
     WI_REJECTED,
+    WI_TIMEOUT,
 )
 from redsim.model.world import as_world
 from redsim.observe import groups
@@ -105,6 +116,14 @@ FIELDS = (
      "requests issued and not yet completed or rejected (waiting or on a connection) now"),
     ("I", "PENDING_CLOSE", "i8", "-", "state",
      "connections the clients closed whose freeClient the main thread has not yet run"),
+    ("I", "REQ_TIMEOUT", "i8", "-", "counter",
+     "requests that failed at their group's client timeout, since start"),
+    ("I", "REQ_REFUSED", "i8", "-", "counter",
+     "requests whose new connection Redis refused at maxclients (INFO rejected_connections)"),
+    ("I", "PENDING_REFUSED", "i8", "-", "state",
+     "connections refused at maxclients whose accept the main thread has not yet paid"),
+    ("I", "MAXCLIENTS", "i8", "-", "config",
+     "maxclients: connections Redis holds at most; the next one is refused"),
     ("I", "N_CONNS", "i8", "-", "size", "connection slots (cn rows): the pools' max sizes summed"),
     ("I", "N_POOLS", "i8", "-", "size",
      "connection pools (pl rows): one per process of every group"),
@@ -130,6 +149,9 @@ FIELDS = (
     ("wi", "WI_OPENED", "i8", "-", "count", "connections opened in the window"),
     ("wi", "WI_CLOSED", "i8", "-", "count",
      "connections closed by their pools' reapers in the window"),
+    ("wi", "WI_TIMEOUT", "i8", "-", "count", "requests failed at the client timeout in the window"),
+    ("wi", "WI_REFUSED", "i8", "-", "count",
+     "new connections refused at maxclients in the window (their requests failed)"),
     ("cn", "pool", "i8", "-", "config", "owning pool"),
     ("cn", "group", "i8", "-", "config", "owning client group"),
     ("cn", "is_open", "i8", "-", "state", "1 once connected, 0 when closed / never opened"),
@@ -174,6 +196,11 @@ FIELDS = (
     ("cn", "t_checkout", "f8", "s", "state",
      "when the client took it from the pool for the current request"),
     ("cn", "t_idle", "f8", "s", "state", "when it was last returned to the pool"),
+    ("cn", "deadline", "f8", "s", "state",
+     "when the request on it times out (group timeout > 0), s"),
+    ("cn", "timer", "i8", "-", "state", "1 while an EV_TIMEOUT for it is pending"),
+    ("cn", "abandoned", "i8", "-", "state",
+     "1: its client timed out and closed it; Redis still holds it until it frees the client"),
     ("rq", "group", "i8", "-", "config", "the client group this request slot belongs to"),
     ("rq", "pool", "i8", "-", "state",
      "the pool (process) its request uses: fixed for closed-loop sources, drawn per arrival "
@@ -183,6 +210,10 @@ FIELDS = (
     ("rq", "trace_pos", "i8", "-", "state", "trace sources: next line to send"),
     ("rq", "active", "i8", "-", "state",
      "closed/trace sources: 0 once a `replay: once` trace is done"),
+    ("rq", "fails", "i8", "-", "state",
+     "closed/trace sources: requests failed in a row (timeout, refused); sets the backoff"),
+    ("rq", "dormant", "i8", "-", "state",
+     "closed/trace sources: 1 while parked because their group is off (stop, surge)"),
     ("rq", "free_stack", "i8[]", "-", "state",
      "open-loop/recorded-trace/memoryless groups: free slots, by group"),
     ("rq", "pass_t0", "f8[]", "s", "state",
@@ -190,6 +221,9 @@ FIELDS = (
     ("pl", "group", "i8", "-", "config",
      "the client group this pool (one process's pool) belongs to; not read by the kernel"),
     ("pl", "max_size", "i8", "-", "config", "pool.max-size: most connections the pool opens"),
+    ("pl", "slots", "i8", "-", "config",
+     "connection rows of the pool: max_size, times ABANDON_ROWS + 1 with a client timeout "
+     "(rows of connections the client closed and Redis has not freed yet)"),
     ("pl", "n_open", "i8", "-", "state", "connections the pool has open now (idle or busy)"),
     ("pl", "lifo", "i8", "-", "config",
      "1: pool.checkout lifo (newest idle connection first); 0: fifo"),
@@ -266,6 +300,24 @@ FIELDS = (
      "pool.retry-backoff: a source's wait after a rejected request"),
     ("gp", "start", "f8", "s", "config",
      "when the group starts sending (start), s from the run's start"),
+    ("gp", "stop", "f8", "s", "config", "when the group stops sending (stop), s; inf = never"),
+    ("gp", "surge_every", "f8", "s", "config", "surge.every, s; 0 = no surges"),
+    ("gp", "surge_for", "f8", "s", "config", "surge.for: each surge's length, s"),
+    ("gp", "lifecycle", "i8", "-", "config", "1: the group has a stop or surges"),
+    ("gp", "on", "i8", "-", "state", "1 while the group sends (0 after a stop, between surges)"),
+    ("gp", "t_on", "f8", "s", "state", "when the group's current (or last) surge began, s"),
+    ("gp", "chain", "i8", "-", "state",
+     "open-loop and memoryless groups: 1 while their arrival or think clock is scheduled"),
+    ("gp", "timeout", "f8", "s", "config", "the client timeout (timeout), s; 0 = none"),
+    ("gp", "connect_timeout", "f8", "s", "config",
+     "connect-timeout: a new connection's allowance for its handshake, s"),
+    ("gp", "ramp_gap", "f8", "s", "config",
+     "ramp / threads: time between two threads' starts in the group's ramp, s; 0 = none"),
+    ("gp", "ramp_left", "i8", "-", "state", "memoryless groups: threads still to start"),
+    ("gp", "bo_base", "f8", "s", "config", "reconnect.backoff: first wait after a failure, s"),
+    ("gp", "bo_max", "f8", "s", "config", "reconnect.max-backoff: longest wait, s"),
+    ("gp", "bo_jitter", "f8", "-", "config", "reconnect.jitter: random fraction of a wait"),
+    ("gp", "tls", "i8", "-", "config", "1: the group connects over TLS (tls)"),
     ("gp", "stream", "i8", "-", "config", "first of this group's random streams"),
     ("gp", "prof_pos", "i8", "-", "state", "open loop: current profile segment"),
     ("gp", "trace_t0", "f8", "s", "state", "recorded trace: simulated time of line 0"),
@@ -296,6 +348,8 @@ FIELDS = (
     ("tb", "tr_elems", "i8", "-", "config", "each trace line's keys, members or fields (k)"),
     ("tb", "tr_value", "i8", "B", "config", "each trace line's value bytes"),
     ("tb", "tr_time", "f8", "s", "config", "each trace line's recorded time, s"),
+    ("tb", "tr_key", "i8", "-", "config",
+     "each trace line's key id in its group's keyspace; -1 = none tracked (command files)"),
     ("tb", "tr_big_first", "i8", "B", "config",
      "each trace line's first big argument offset (protocol.big_args)"),
     ("tb", "tr_big_period", "i8", "B", "config", "each trace line's bytes between big arguments"),
@@ -361,7 +415,50 @@ def dial(w, c, te):
     w.cn_new[c] = 1
     I[CONNECTED] += 1
     I[STAT_CONNECTIONS] += 1
+    groups.connected(w, w.cn_group[c], 1)
     count(w, WI_OPENED, te, 1)
+
+
+@leaf
+def handshake(w, g):
+    """Time from dialling to sending the first request, s: the TCP handshake's
+    round trip, and TLS 1.3's one more."""
+    return 2.0 * w.F[RTT_HALF] * (1 + w.gp_tls[g])
+
+
+@leaf
+def refused_now(w):
+    """1 if Redis would refuse a new connection now: it holds ``maxclients``
+    (``acceptCommonHandler``: ``listLength(server.clients) >= maxclients``;
+    clients whose socket the other end closed count until freed)."""
+    return w.I[CONNECTED] >= w.I[MAXCLIENTS]
+
+
+@step
+def refuse(w, r, te):
+    """Request r's new connection is refused at maxclients: Redis accepts it,
+    writes ``-ERR max number of clients reached`` and closes it (the main thread
+    pays an accept, ``PENDING_REFUSED``); the error reaches the client after the
+    handshake and one more round trip, and the request fails then."""
+    w.I[PENDING_REFUSED] += 1
+    events.push(w, te + handshake(w, w.rq_group[r]) + 2.0 * w.F[RTT_HALF], EV_REFUSED, r)
+
+
+@step
+def connect(w, p, r, te):
+    """Request r opens a new connection of pool p (a row is free and the pool is
+    below its maximum) and is sent once connected, or is refused."""
+    if refused_now(w):
+        refuse(w, r, te)
+    else:
+        send(w, open_connection(w, p, te), r, te, te + handshake(w, w.rq_group[r]))
+
+
+@step
+def serve_waiter(w, p, te):
+    """A connection of pool p closed: its oldest waiter, if any, gets a new one."""
+    if w.pl_wait_n[p] > 0 and w.pl_n_open[p] < w.pl_max_size[p] and w.pl_free_n[p] > 0:
+        connect(w, p, pop_waiter(w, p), te)
 
 
 @step
@@ -378,17 +475,26 @@ def open_connection(w, p, te):
 def close_connection(w, c, te):
     """The client closes an idle connection; Redis frees the client later (or
     freed it already, if it closed it first: ``clients_cron.handle_timeout``)."""
-    I = w.I
     p = w.cn_pool[c]
     if w.cn_srv_closed[c]:
         w.cn_srv_closed[c] = 0  # only the client's end of the socket was left
     else:
-        w.cn_is_open[c] = 0
-        client_memory.free_client(w, c)  # freed here, not at freeClient on the main thread
-        I[CONNECTED] -= 1
-        I[PENDING_CLOSE] += 1  # the EOF is read (and freeClient runs) on the main thread
-        count(w, WI_CLOSED, te, 1)
+        server_frees(w, c, te)
     release_slot(w, p, c)
+
+
+@step
+def server_frees(w, c, te):
+    """Redis frees connection c, whose client closed it: the EOF is read (and
+    ``freeClient`` runs, ``PENDING_CLOSE``) on the main thread; its memory is
+    freed here."""
+    I = w.I
+    w.cn_is_open[c] = 0
+    client_memory.free_client(w, c)
+    I[CONNECTED] -= 1
+    groups.connected(w, w.cn_group[c], -1)
+    I[PENDING_CLOSE] += 1
+    count(w, WI_CLOSED, te, 1)
 
 
 @step
@@ -420,10 +526,16 @@ def reap(w, g, te):
 def send(w, c, r, t_got, t_send):
     """Request r leaves on connection c at t_send (it got the connection at t_got)."""
     F = w.F
+    g = w.rq_group[r]
     w.cn_req[c] = r
-    w.cn_cmds_left[c] = w.gp_pipeline[w.rq_group[r]]
+    w.cn_cmds_left[c] = w.gp_pipeline[g]
     w.cn_t_checkout[c] = t_got
     add_interval(w, W_WAITERS, w.rq_t_issue[r], t_got)
+    if w.gp_timeout[g] > 0.0:
+        # After a handshake, the connect timeout's allowance comes first: Redis's
+        # accept and TLS work for it runs at its first read (event_loop.py).
+        extra = w.gp_connect_timeout[g] if t_send > t_got else 0.0
+        arm(w, c, t_send + w.gp_timeout[g] + extra)
     if t_send == t_got:
         events.line_push(w, LINE_ARRIVE, t_send + F[RTT_HALF], c)
     else:  # after a handshake: out of step with the line
@@ -437,17 +549,184 @@ def send_on(w, c, r, te):
     and dials again in its place, one round trip before sending."""
     if w.cn_srv_closed[c]:
         w.cn_srv_closed[c] = 0
-        dial(w, c, te)
-        send(w, c, r, te, te + 2.0 * w.F[RTT_HALF])
+        if refused_now(w):
+            release_slot(w, w.cn_pool[c], c)
+            refuse(w, r, te)
+        else:
+            dial(w, c, te)
+            send(w, c, r, te, te + handshake(w, w.rq_group[r]))
     else:
         send(w, c, r, te, te)
+
+
+# ---- client timeouts -----------------------------------------------------------
+
+
+@leaf
+def arm(w, c, deadline):
+    """The request just sent on c times out at ``deadline``. One timer per
+    connection at most: a pending one that fires early re-arms itself for the
+    newer deadline (``timer``), so finished requests leave no events behind."""
+    w.cn_deadline[c] = deadline
+    if not w.cn_timer[c]:
+        w.cn_timer[c] = 1
+        events.push(w, deadline, EV_TIMEOUT, c)
+
+
+@step
+def timer(w, c, te):
+    """Connection c's timeout timer fires at te."""
+    w.cn_timer[c] = 0
+    if w.cn_req[c] < 0 or w.cn_abandoned[c]:
+        return
+    if w.cn_deadline[c] > te:  # a later request's deadline
+        w.cn_timer[c] = 1
+        events.push(w, w.cn_deadline[c], EV_TIMEOUT, c)
+        return
+    time_out(w, c, te)
+
+
+@step
+def time_out(w, c, te):
+    """The request on c passed its group's timeout: it fails, and the client
+    closes the connection (redis-py, Jedis and go-redis all drop a connection
+    whose read timed out: its reply may still come). Redis keeps the client,
+    runs what it has read and frees it when it finds the socket closed
+    (``abandoned_freed``); the pool may open another connection at once."""
+    I = w.I
+    r = w.cn_req[c]
+    g = w.rq_group[r]
+    p = w.cn_pool[c]
+    add_interval(w, W_IN_SYSTEM, w.rq_t_issue[r], te)
+    add_interval(w, W_BUSY_CONNS, w.cn_t_checkout[c], te)
+    I[IN_FLIGHT] -= 1
+    I[REQ_TIMEOUT] += 1
+    w.gp_timeouts[g] += 1
+    count(w, WI_TIMEOUT, te, 1)
+    w.cn_abandoned[c] = 1
+    w.pl_n_open[p] -= 1  # the client's end is closed; the row waits for Redis
+    serve_waiter(w, p, te)
+    fail_source(w, r, te)
+
+
+@step
+def abandoned_freed(w, c, te, server_closed_it):
+    """Abandoned connection c is done with on Redis's side at te: its reply was
+    written to a socket the client had closed, and Redis reads the EOF and frees
+    the client (deviation: at most half an RTT late — the reply's arrival time,
+    not the close's), or Redis had closed it itself. Its row is free again."""
+    w.cn_abandoned[c] = 0
+    w.cn_req[c] = -1
+    if server_closed_it:
+        w.cn_srv_closed[c] = 0
+    else:
+        server_frees(w, c, te)
+    p = w.cn_pool[c]
+    w.pl_free_slots[w.pl_base[p] + w.pl_free_n[p]] = c
+    w.pl_free_n[p] += 1
+    serve_waiter(w, p, te)
+
+
+@leaf
+def backoff(w, r):
+    """The wait before source r's next request after its ``rq_fails``-th failure
+    in a row, s (``Reconnect``: capped doubling, then jitter)."""
+    g = w.rq_group[r]
+    k = w.rq_fails[r]
+    b = w.gp_bo_base[g] * 2.0 ** min(k - 1, 60)
+    if b > w.gp_bo_max[g]:
+        b = w.gp_bo_max[g]
+    j = w.gp_bo_jitter[g]
+    if j > 0.0:
+        b *= 1.0 - j * uniform(w, w.gp_stream[g])
+    return b
+
+
+@step
+def fail_source(w, r, te):
+    """Source r's request failed at te (timeout, refused): back off, then go on.
+    (An arrival's slot is simply freed: arrivals keep their own pace.)"""
+    g = w.rq_group[r]
+    if w.gp_kind[g] == KIND_OPEN or (w.gp_kind[g] == KIND_TRACE and w.gp_recorded[g]):
+        finish_source(w, r, te, 0.0)
+        return
+    w.rq_fails[r] += 1
+    finish_source(w, r, te, backoff(w, r))
+
+
+@step
+def refused(w, r, te):
+    """The maxclients error for request r's connection reached the client at te."""
+    I = w.I
+    g = w.rq_group[r]
+    add_interval(w, W_IN_SYSTEM, w.rq_t_issue[r], te)
+    I[IN_FLIGHT] -= 1
+    I[REQ_REFUSED] += 1
+    w.gp_refused[g] += 1
+    count(w, WI_REFUSED, te, 1)
+    fail_source(w, r, te)
+
+
+# ---- lifecycles: stop and surges ---------------------------------------------------
+
+
+@step
+def group_off(w, g, te):
+    """Group g stops sending at te (its stop, or a surge's end): sources park
+    when they next would issue, the arrival or think clock stops at its next
+    tick, idle connections close now and busy ones when their reply is back."""
+    w.gp_on[g] = 0
+    first = w.gp_pool_base[g]
+    for p in range(first, first + w.gp_processes[g]):
+        while w.pl_idle_n[p] > 0:
+            c = pool_checkout(w, p)
+            close_connection(w, c, te)
+    if w.gp_surge_every[g] > 0.0:
+        t_next = w.gp_t_on[g] + w.gp_surge_every[g]
+        if t_next < w.gp_stop[g]:
+            events.push(w, t_next, EV_GROUP_ON, g)
+
+
+@step
+def group_on(w, g, te):
+    """Group g's next surge starts at te: parked sources think and issue again
+    (their connections open as they do), the clock or arrivals restart."""
+    w.gp_on[g] = 1
+    w.gp_t_on[g] = te
+    kind = w.gp_kind[g]
+    if kind == KIND_OPEN:
+        if not w.gp_chain[g]:
+            t = next_arrival(w, g, te)
+            if t < math.inf:
+                w.gp_chain[g] = 1
+                events.push(w, t, EV_OPEN_ARRIVAL, g)
+    elif w.gp_memoryless[g]:
+        if not w.gp_chain[g]:
+            w.gp_chain[g] = 1
+            events.push(w, te + think_clock_gap(w, g), EV_THINK_CLOCK, g)
+    else:
+        b = w.gp_slot_base[g]
+        for r in range(b, b + w.gp_n_slots[g]):
+            if w.rq_dormant[r]:
+                w.rq_dormant[r] = 0
+                events.push(w, te + think_time(w, g), EV_ISSUE, r)
+    schedule_off(w, g, te)
+
+
+@step
+def schedule_off(w, g, t_on):
+    """The group, on since t_on, goes off at its surge's end or its stop."""
+    t_off = w.gp_stop[g]
+    if w.gp_surge_every[g] > 0.0 and t_on + w.gp_surge_for[g] < t_off:
+        t_off = t_on + w.gp_surge_for[g]
+    if t_off < math.inf:
+        events.push(w, t_off, EV_GROUP_OFF, g)
 
 
 @step
 def issue(w, r, te):
     """Request slot r is issued at te: get a connection, open one, or wait."""
     I = w.I
-    F = w.F
     w.rq_t_issue[r] = te
     if w.rq_trace_pos[r] == 0 and w.gp_kind[w.rq_group[r]] == KIND_TRACE:
         w.rq_pass_t0[r] = te  # a pass over the trace (one endpoint call) begins
@@ -458,10 +737,8 @@ def issue(w, r, te):
     c = pool_checkout(w, p)
     if c >= 0:
         send_on(w, c, r, te)
-    elif w.pl_n_open[p] < w.pl_max_size[p]:
-        c = open_connection(w, p, te)
-        # TCP handshake: one round trip before the request can be sent.
-        send(w, c, r, te, te + 2.0 * F[RTT_HALF])
+    elif w.pl_n_open[p] < w.pl_max_size[p] and w.pl_free_n[p] > 0:
+        connect(w, p, r, te)  # the handshake's round trip(s) before it is sent
     elif w.pl_wait_n[p] < w.gp_max_waiters[w.rq_group[r]]:
         w.rq_next[r] = -1
         if w.pl_wait_n[p] == 0:
@@ -550,12 +827,15 @@ def complete(w, c, te):
     I[REQ_DONE] += 1
     I[IN_FLIGHT] -= 1
     w.cn_req[c] = -1
+    w.rq_fails[r] = 0
     p = w.cn_pool[c]
     if w.pl_wait_n[p] > 0:
         send_on(w, c, pop_waiter(w, p), te)  # straight to the oldest waiter
-    else:
+    elif w.gp_on[w.cn_group[c]]:
         w.cn_t_idle[c] = te
         pool_return(w, p, c)
+    else:  # the group stopped: its connections close as they come back
+        close_connection(w, c, te)
     finish_source(w, r, te, 0.0)
 
 
@@ -566,6 +846,9 @@ def server_closed(w, c, te):
     end, which frees the pool's slot for a waiter, and the source tries again
     after its group's ``retry-backoff``."""
     I = w.I
+    if w.cn_abandoned[c]:  # its client had given up on it already
+        abandoned_freed(w, c, te, True)
+        return
     r = w.cn_req[c]
     add_interval(w, W_IN_SYSTEM, w.rq_t_issue[r], te)
     add_interval(w, W_BUSY_CONNS, w.cn_t_checkout[c], te)
@@ -577,9 +860,7 @@ def server_closed(w, c, te):
     w.cn_srv_closed[c] = 0
     p = w.cn_pool[c]
     release_slot(w, p, c)
-    if w.pl_wait_n[p] > 0:  # the freed slot goes to the oldest waiter, on a new connection
-        r2 = pop_waiter(w, p)
-        send(w, open_connection(w, p, te), r2, te, te + 2.0 * w.F[RTT_HALF])
+    serve_waiter(w, p, te)  # the freed slot goes to the oldest waiter, on a new connection
     finish_source(w, r, te, w.gp_retry_backoff[w.rq_group[r]])
 
 
@@ -639,6 +920,9 @@ def _arrival_slot(w, g, te):
 @step
 def open_arrival(w, g, te):
     """An open-loop arrival at te: pick a process, issue, schedule the next."""
+    if not w.gp_on[g]:  # the group is off: its arrivals stop until it is on again
+        w.gp_chain[g] = 0
+        return
     r = _arrival_slot(w, g, te)
     if r >= 0:
         issue(w, r, te)
@@ -659,6 +943,9 @@ def think_clock(w, g, te):
     """A tick of memoryless group g's clock: it lands on a uniformly drawn thread
     (one uniform picks the process and, by its fraction, the thread within it)
     and issues a request if that thread is thinking."""
+    if not w.gp_on[g]:  # the group is off: the clock stops until it is on again
+        w.gp_chain[g] = 0
+        return
     nproc = w.gp_processes[g]
     x = uniform(w, w.gp_stream[g]) * nproc
     i = int(x)
@@ -703,7 +990,9 @@ def handle_event(w, kind, ident, te):
     """Dispatch one client-side event (EV_ARRIVE belongs to the server loop)."""
     if kind == EV_REPLY:
         g = w.cn_group[ident]
-        if w.gp_cli_cpu[g] > 0.0:  # a client thread on the host reads it first
+        if w.cn_abandoned[ident]:  # the reply of a request that timed out
+            abandoned_freed(w, ident, te, False)
+        elif w.gp_cli_cpu[g] > 0.0:  # a client thread on the host reads it first
             events.push(w, client_threads.read_reply(w, g, ident, te), EV_REPLY_READ, ident)
         else:
             complete(w, ident, te)
@@ -711,7 +1000,10 @@ def handle_event(w, kind, ident, te):
         complete(w, ident, te)
     elif kind == EV_ISSUE:
         if w.rq_active[ident]:
-            issue(w, ident, te)
+            if w.gp_on[w.rq_group[ident]]:
+                issue(w, ident, te)
+            else:
+                w.rq_dormant[ident] = 1
     elif kind == EV_OPEN_ARRIVAL:
         open_arrival(w, ident, te)
     elif kind == EV_TRACE:
@@ -724,6 +1016,16 @@ def handle_event(w, kind, ident, te):
         reap(w, ident, te)
     elif kind == EV_CLOSED:
         server_closed(w, ident, te)
+    elif kind == EV_TIMEOUT:
+        timer(w, ident, te)
+    elif kind == EV_REFUSED:
+        refused(w, ident, te)
+    elif kind == EV_GROUP_OFF:
+        group_off(w, ident, te)
+    elif kind == EV_GROUP_ON:
+        group_on(w, ident, te)
+    elif kind == EV_RAMP:
+        ramp_step(w, ident, te)
 
 
 @entry
@@ -748,6 +1050,12 @@ def start_sources(world):
         elif kind == KIND_TRACE and w.gp_recorded[g]:
             events.push(w, start, EV_TRACE, g)
         elif w.gp_memoryless[g]:  # every thread starts thinking at the group's start
+            if w.gp_ramp_gap[g] > 0.0:  # or one by one over the ramp
+                first = w.gp_pool_base[g]
+                for p in range(first, first + w.gp_processes[g]):
+                    w.pl_thinking[p] = 0
+                w.gp_ramp_left[g] = w.gp_processes[g] * w.gp_threads[g]
+                ramp_step(w, g, start)
             events.push(w, start + think_clock_gap(w, g), EV_THINK_CLOCK, g)
         else:
             b = w.gp_slot_base[g]
@@ -758,9 +1066,23 @@ def start_sources(world):
                 if kind == KIND_TRACE:
                     line = (i * lines) // n
                     w.rq_trace_pos[r] = line if line + w.gp_pipeline[g] <= lines else 0
-                events.push(w, start + think_time(w, g), EV_ISSUE, r)
+                events.push(w, start + i * w.gp_ramp_gap[g] + think_time(w, g), EV_ISSUE, r)
         if w.gp_idle_timeout[g] > 0:
             events.push(w, start + w.gp_reap_interval[g], EV_REAP, g)
+        if w.gp_lifecycle[g]:
+            schedule_off(w, g, start)
+
+
+@step
+def ramp_step(w, g, te):
+    """Memoryless group g's ramp: one more thread starts thinking at te (thread
+    j of the N joins process j mod processes), the next ``ramp_gap`` later."""
+    n = w.gp_processes[g] * w.gp_threads[g]
+    j = n - w.gp_ramp_left[g]
+    w.pl_thinking[w.gp_pool_base[g] + j % w.gp_processes[g]] += 1
+    w.gp_ramp_left[g] -= 1
+    if w.gp_ramp_left[g] > 0:
+        events.push(w, te + w.gp_ramp_gap[g], EV_RAMP, g)
 
 
 # ---- configuration (Python, once per run) ---------------------------------------------
@@ -781,11 +1103,11 @@ def configure(b) -> None:
     from redsim.model.blueprint import f64, i64
     from redsim.model.call import zipf_cdf
     from redsim.model.commands import _TABLE, COMMAND_IDS, DEFAULT_COUNT
-    from redsim.model.trace import parse_trace
+    from redsim.traces import load_group_trace
 
     groups = b.scenario.clients
     G = len(groups)
-    pool_group, pool_max, pool_base = [], [], []
+    pool_group, pool_max, pool_base, pool_rows = [], [], [], []
     conn_pool, conn_group = [], []
     slot_group, slot_pool = [], []
     # The group fields this module declares (other mechanisms fill their own).
@@ -796,6 +1118,7 @@ def configure(b) -> None:
     zipf_parts: list[np.ndarray] = []
     zipf_len = 0
     tr_parts = []
+    tr_parts_keys = []
     tr_len = 0
     max_pipeline = 1
     for gi, grp in enumerate(groups):
@@ -805,13 +1128,15 @@ def configure(b) -> None:
         max_pipeline = max(max_pipeline, grp.pipeline)
         g_fields["processes"].append(grp.processes)
         g_fields["pool_base"].append(len(pool_group))
+        rows = connection_rows(grp)
         for _ in range(grp.processes):
             p = len(pool_group)
             pool_group.append(gi)
             pool_max.append(grp.pool.max_size)
+            pool_rows.append(rows)
             pool_base.append(len(conn_pool))
-            conn_pool.extend([p] * grp.pool.max_size)
-            conn_group.extend([gi] * grp.pool.max_size)
+            conn_pool.extend([p] * rows)
+            conn_group.extend([gi] * rows)
         # Request slots: one per source for closed loops; a bounded free list for
         # arrivals (each process can hold max-size in flight + max-waiters waiting).
         g_fields["slot_base"].append(len(slot_group))
@@ -867,8 +1192,9 @@ def configure(b) -> None:
         g_fields["prof_end"].append(len(prof_t))
         g_fields["trace_start"].append(tr_len)
         if kind == KIND_TRACE:
-            tr = parse_trace(grp.trace)
+            tr = load_group_trace(grp)
             tr_parts.append(tr)
+            tr_parts_keys.append((tr, grp.keyspace.keys))
             tr_len += len(tr.cmd)
         g_fields["trace_end"].append(tr_len)
         g_fields["replay_loop"].append(1 if grp.replay == "loop" else 0)
@@ -878,6 +1204,23 @@ def configure(b) -> None:
         g_fields["max_waiters"].append(grp.pool.max_waiters)
         g_fields["retry_backoff"].append(grp.pool.retry_backoff)
         g_fields["start"].append(grp.start)
+        stop = math.inf if grp.stop is None else grp.stop
+        g_fields["stop"].append(stop)
+        g_fields["surge_every"].append(grp.surge.every if grp.surge else 0.0)
+        g_fields["surge_for"].append(grp.surge.length if grp.surge else 0.0)
+        g_fields["lifecycle"].append(1 if (grp.surge or grp.stop is not None) else 0)
+        g_fields["on"].append(1)
+        g_fields["t_on"].append(grp.start)
+        g_fields["chain"].append(1)
+        g_fields["timeout"].append(grp.timeout)
+        g_fields["connect_timeout"].append(grp.timeout if grp.connect_timeout is None
+                                           else grp.connect_timeout)
+        g_fields["ramp_gap"].append(grp.ramp / (grp.processes * grp.threads))
+        g_fields["ramp_left"].append(0)
+        g_fields["bo_base"].append(grp.reconnect.backoff)
+        g_fields["bo_max"].append(grp.reconnect.max_backoff)
+        g_fields["bo_jitter"].append(grp.reconnect.jitter)
+        g_fields["tls"].append(1 if grp.tls else 0)
         g_fields["stream"].append(1 + STREAMS_PER_GROUP * gi)
         g_fields["prof_pos"].append(g_fields["prof_start"][-1])
         g_fields["trace_t0"].append(grp.start)
@@ -911,16 +1254,18 @@ def configure(b) -> None:
            t_buf_reset=np.zeros(C), mem=np.zeros(C, np.int64), mem_info=np.zeros(C, np.int64),
            tail_room=np.zeros(C, np.int64), in_pw=np.zeros(C, np.int64),
            new=np.zeros(C, np.int64), t_arrive=np.full(C, -1.0), t_checkout=np.zeros(C),
-           t_idle=np.zeros(C))
+           t_idle=np.zeros(C), deadline=np.zeros(C), timer=np.zeros(C, np.int64),
+           abandoned=np.zeros(C, np.int64))
     free_slots = np.empty(C, np.int64)
     for p in range(P):
-        base, m = pool_base[p], pool_max[p]
+        base, m = pool_base[p], pool_rows[p]
         free_slots[base:base + m] = np.arange(base + m - 1, base - 1, -1)  # lowest slot first
     b.fill("pl",
-           group=i64(pool_group), max_size=i64(pool_max), n_open=np.zeros(P, np.int64),
+           group=i64(pool_group), max_size=i64(pool_max), slots=i64(pool_rows),
+           n_open=np.zeros(P, np.int64),
            lifo=i64([1 if groups[g].pool.checkout == "lifo" else 0 for g in pool_group]),
            base=i64(pool_base), idle_head=np.zeros(P, np.int64), idle_n=np.zeros(P, np.int64),
-           free_n=i64(pool_max), wait_head=np.full(P, -1, np.int64),
+           free_n=i64(pool_rows), wait_head=np.full(P, -1, np.int64),
            wait_tail=np.full(P, -1, np.int64), wait_n=np.zeros(P, np.int64),
            thinking=i64([groups[g].threads for g in pool_group]),
            idle_ring=np.zeros(C, np.int64), free_slots=free_slots)
@@ -931,26 +1276,33 @@ def configure(b) -> None:
     b.fill("rq",
            group=i64(slot_group), pool=i64(slot_pool), t_issue=np.zeros(R),
            next=np.full(R, -1, np.int64), trace_pos=np.zeros(R, np.int64),
-           active=np.ones(R, np.int64), free_stack=free_stack, pass_t0=np.full(R, -1.0))
+           active=np.ones(R, np.int64), free_stack=free_stack, pass_t0=np.full(R, -1.0),
+           fails=np.zeros(R, np.int64), dormant=np.zeros(R, np.int64))
     if tr_parts:
         tr = {f: np.concatenate([getattr(t, f) for t in tr_parts])
               for f in ("cmd", "req_bytes", "reply_bytes", "elems", "value", "time", "big")}
+        # A keyed trace names keys 0..n-1 by first appearance; they wrap onto the
+        # group's keyspace (traces/ checks they fit when the scenario loads).
+        tr["key"] = np.concatenate([np.where(t.key_ids() >= 0, t.key_ids() % keys, -1)
+                                    for t, keys in tr_parts_keys])
     else:
         tr = {f: np.zeros(1, np.float64 if f == "time" else np.int64)
               for f in ("cmd", "req_bytes", "reply_bytes", "elems", "value", "time")}
         tr["big"] = np.zeros((1, 4), np.int64)
+        tr["key"] = np.full(1, -1, np.int64)
     b.fill("tb",
            mix_cmd=i64(mix_cmd), mix_cum=f64(mix_cum),
            mix_keys=i64(mix_keys), mix_count=i64(mix_count), mix_ttl=i64(mix_ttl),
            prof_t=f64(prof_t or [0.0]), prof_rate=f64(prof_rate or [0.0]),
            tr_cmd=tr["cmd"], tr_req_bytes=tr["req_bytes"], tr_reply_bytes=tr["reply_bytes"],
-           tr_elems=tr["elems"], tr_value=tr["value"], tr_time=tr["time"],
+           tr_elems=tr["elems"], tr_value=tr["value"], tr_time=tr["time"], tr_key=tr["key"],
            **{f"tr_big_{f}": tr["big"][:, j].copy()
               for j, f in enumerate(("first", "period", "n", "len"))},
            zipf_cdf=np.concatenate(zipf_parts) if zipf_parts else np.ones(1))
     b.fill("rc", passes=np.zeros((MAX_PASS_REC if any(g.kind == "trace" for g in groups) else 1)
                                  * N_PASS_FIELDS))
     b.I[N_CONNS] = C
+    b.I[MAXCLIENTS] = b.scenario.server.maxclients
     b.I[N_POOLS] = P
     b.I[N_GROUPS] = G
     b.size.update(conns=C, slots=R, pools=P, groups=G, max_pipeline=max_pipeline,

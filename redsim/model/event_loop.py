@@ -56,8 +56,12 @@ Deviations, each small and documented:
   than as SimPy processes the kernel would stop for.
 - Accepting a connection (``acceptTcpHandler``, 7.2's
   ``connSocketAcceptHandler``, + ``createClient``) is charged at its first
-  read rather than as a separate listening-socket event; freeing a client
-  closed by its pool is charged at the next iteration's file events.
+  read rather than as a separate listening-socket event (with a group's
+  ``tls: yes``, the handshake's ``engine.cpu.tls-handshake`` with it); freeing
+  a client closed by its pool, and a connection refused at ``maxclients``
+  (charged one accept), at the next iteration's file events.
+  ``MAX_ACCEPTS_PER_CALL`` (1000 accepts per listening-socket event) is not
+  modelled: connections are accepted as their first requests are read.
 - A reply pass writes exactly 64 KB and leaves the rest to the next
   beforeSleep. Redis writes whole buffers until it has passed 64 KB (up to
   ~78 KB with 16 KB nodes, or all of a big reply's node), then continues from
@@ -79,7 +83,7 @@ from redsim.model import client_close, client_memory, clients_cron, events, io_t
 from redsim.model.admin import admin_command
 from redsim.model.aof import aof_cron, flush_append_only_file
 from redsim.model.arena import decay_cron
-from redsim.model.call import call, pick_key, pick_write_key, value_size
+from redsim.model.call import call, pick_key, pick_read_key, pick_write_key, value_size
 from redsim.model.client_eviction import evict_clients
 from redsim.model.client_memory import PROTO_REPLY_CHUNK_BYTES, REPLY_NODE_USABLE
 from redsim.model.clients import handle_event
@@ -115,6 +119,7 @@ from redsim.model.state import (
     C_ITER,
     C_READ,
     C_READ_B,
+    C_TLS,
     C_WAKE,
     C_WRITE,
     C_WRITE_B,
@@ -144,6 +149,7 @@ from redsim.model.state import (
     N_CONNS,
     N_POOLS,
     PENDING_CLOSE,
+    PENDING_REFUSED,
     PH_BEFORE_SLEEP,
     PH_POLL,
     PHASE,
@@ -200,6 +206,8 @@ FIELDS = (
     ("F", "C_ACCEPT", "f8", "s", "config",
      "CPU of accepting a connection (acceptTcpHandler + createClient), s"),
     ("F", "C_CLOSE", "f8", "s", "config", "CPU of freeing one closed client (freeClient), s"),
+    ("F", "C_TLS", "f8", "s", "config",
+     "CPU of the server's side of a TLS handshake, per connection of a tls group, s"),
     ("F", "C_CRON", "f8", "s", "config", "CPU of one serverCron run's fixed work, s"),
     ("F", "C_CRON_CLIENT", "f8", "s", "config", "CPU of clientsCron per client visited, s"),
     ("F", "POLL_WAKE", "f8", "s", "state",
@@ -288,12 +296,15 @@ def generate_command(w, c):
         req = w.tb_tr_req_bytes[line]
         rep = w.tb_tr_reply_bytes[line]
         value = w.tb_tr_value[line]
-        key = -1
+        key = w.tb_tr_key[line]  # -1: a command file's line, no key the keyspace tracks
         big_first = w.tb_tr_big_first[line]
         big_period = w.tb_tr_big_period[line]
         big_n = w.tb_tr_big_n[line]
         big_len = w.tb_tr_big_len[line]
-        if rep < 0:  # a read: the reply carries a stored value of unknown size
+        if key >= 0:  # a keyed read's value comes from the keyspace when it runs (call.py)
+            if rep < 0:
+                rep = reply_bytes(shape, w.gp_key_size[g], 0, k, n)
+        elif rep < 0:  # a read: the reply carries a stored value of unknown size
             value = value_size(w, g)
             rep = reply_bytes(shape, w.gp_key_size[g], value, k, n)
     else:
@@ -306,7 +317,12 @@ def generate_command(w, c):
         k = w.tb_mix_keys[j]
         n = w.tb_mix_count[j]
         effect = w.tb_cmd_effect[cmd]
-        key = pick_write_key(w, g) if effect == EFFECT_WRITE else pick_key(w, g)
+        if effect == EFFECT_WRITE:
+            key = pick_write_key(w, g)
+        elif effect == EFFECT_READ:
+            key = pick_read_key(w, g)
+        else:
+            key = pick_key(w, g)
         # A read's value comes from the keyspace when it runs (call.py); only a
         # command that carries a value needs one drawn.
         value = 0 if effect == EFFECT_READ else value_size(w, g)
@@ -378,7 +394,7 @@ def read_query_from_client(w, c):
     F = w.F
     I = w.I
     if w.cn_new[c]:
-        busy(w, W_CPU_CONNECTIONS, F[C_ACCEPT])
+        busy(w, W_CPU_CONNECTIONS, F[C_ACCEPT] + F[C_TLS] * w.gp_tls[w.cn_group[c]])
         w.cn_new[c] = 0
         client_memory.create_client(w, c)
     buffered = w.cn_partial[c]  # bytes of an unfinished command in the query buffer
@@ -708,7 +724,8 @@ def run(world, t_stop):
         advance_clients(w, F[T])
         if I[RNG_LOW]:
             continue
-        if I[READY_N] == 0 and I[PENDING_CLOSE] == 0 and F[POLL_WAKE] > F[T]:
+        if I[READY_N] == 0 and I[PENDING_CLOSE] == 0 and I[PENDING_REFUSED] == 0 \
+                and F[POLL_WAKE] > F[T]:
             # Nothing to read and the poll's timeout not over: epoll_wait sleeps.
             cron_first = F[POLL_WAKE] < t_stop
             wake = F[POLL_WAKE] if cron_first else t_stop
@@ -742,6 +759,9 @@ def run(world, t_stop):
         if I[PENDING_CLOSE] > 0:
             busy(w, W_CPU_CONNECTIONS, F[C_CLOSE] * I[PENDING_CLOSE])
             I[PENDING_CLOSE] = 0
+        if I[PENDING_REFUSED] > 0:  # accepted, told -ERR max number of clients, closed
+            busy(w, W_CPU_CONNECTIONS, F[C_ACCEPT] * I[PENDING_REFUSED])
+            I[PENDING_REFUSED] = 0
         # A client freed during the pass leaves the ring (client_close.unlist),
         # and with it the pass's count if it was still to be read.
         I[READY_PASS] = I[READY_N]
@@ -776,8 +796,9 @@ def finish(world, t_end):
     for c in range(I[N_CONNS]):
         r = w.cn_req[c]
         if r >= 0:
-            add_interval(w, W_IN_SYSTEM, w.rq_t_issue[r], t_end)
-            add_interval(w, W_BUSY_CONNS, w.cn_t_checkout[c], t_end)
+            if not w.cn_abandoned[c]:  # a timed-out request was counted when it failed
+                add_interval(w, W_IN_SYSTEM, w.rq_t_issue[r], t_end)
+                add_interval(w, W_BUSY_CONNS, w.cn_t_checkout[c], t_end)
             if w.cn_t_arrive[c] >= w.cn_t_checkout[c] and w.cn_t_arrive[c] < t_end:
                 add_interval(w, W_IN_SERVER, w.cn_t_arrive[c], t_end)
     for p in range(I[N_POOLS]):
@@ -810,7 +831,7 @@ def configure(b) -> None:
     for idx, v in ((S.C_ITER, cpu.iteration), (S.C_WAKE, cpu.wakeup), (S.C_READ, cpu.read),
                    (S.C_READ_B, cpu.read_per_byte), (S.C_WRITE, cpu.write),
                    (S.C_WRITE_B, cpu.write_per_byte), (S.C_ACCEPT, cpu.accept),
-                   (S.C_CLOSE, cpu.close), (S.C_CRON, cpu.cron),
+                   (S.C_CLOSE, cpu.close), (S.C_CRON, cpu.cron), (S.C_TLS, cpu.tls_handshake),
                    (S.C_CRON_CLIENT, cpu.clients_cron_per_client)):
         b.F[idx] = v * US * cpu.scale
     hz = int(server.hz)  # clamped to CONFIG_MIN_HZ..CONFIG_MAX_HZ by the schema

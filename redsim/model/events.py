@@ -121,7 +121,9 @@ def configure(b) -> None:
     from redsim.model.wheel import wheel_size
 
     C, R, G = b.size["conns"], b.size["slots"], b.size["groups"]
-    cap = R + C + 4 * G + 16
+    # Per connection at most one handshake arrival, reply or close and one timeout
+    # timer; per request slot one think, backoff or refusal; per group its clocks.
+    cap = R + 2 * C + 6 * G + 16
     b.fill("hp", t=np.zeros(cap), seq=np.zeros(cap, np.int64), kind=np.zeros(cap, np.int64),
            id=np.zeros(cap, np.int64))
     width, n_buckets = wheel_size(b.scenario.clients,

@@ -104,6 +104,14 @@ def _truncated_exponential(rng, n: int, rate: np.ndarray | float, cap: float) ->
 
 def _draw(rng: np.random.Generator, d, n: int) -> np.ndarray:
     """n variates of a scenario distribution, as ``rng.draw`` defines them."""
+    if d.kind == "mixture":  # each variate from the component one uniform picks
+        which = np.minimum(np.searchsorted(np.cumsum(d.weights), rng.random(n), side="right"),
+                           len(d.parts) - 1)
+        out = np.empty(n)
+        for j, part in enumerate(d.parts):
+            mask = which == j
+            out[mask] = _draw(rng, part, int(mask.sum()))
+        return out
     if d.kind == "exponential":
         return rng.exponential(d.mean, n)
     if d.kind == "uniform":

@@ -26,6 +26,7 @@ from redsim.model.state import (
     DIST_EXPONENTIAL,
     DIST_FIXED,
     DIST_LOGNORMAL,
+    DIST_MIXTURE,
     DIST_UNIFORM,
     KS_RNG1,
     KS_RNG2,
@@ -49,6 +50,16 @@ FIELDS = (
     ("tb", "emp_x", "f8", "-", "config",
      "every empirical distribution's table: the values at those probabilities (the "
      "distribution's unit)"),
+    ("tb", "dmix_cum", "f8", "-", "config",
+     "every mixture distribution's components: cumulative weight, the last of each 1"),
+    ("tb", "dmix_kind", "i8", "-", "config",
+     "every mixture's components: distribution kind (DIST_FIXED, ..., DIST_EMPIRICAL)"),
+    ("tb", "dmix_mean", "f8", "-", "config", "every mixture's components: mean"),
+    ("tb", "dmix_low", "f8", "-", "config",
+     "every mixture's components: low bound (empirical: first table point)"),
+    ("tb", "dmix_high", "f8", "-", "config",
+     "every mixture's components: high bound (empirical: last table point)"),
+    ("tb", "dmix_sigma", "f8", "-", "config", "every mixture's components: lognormal sigma"),
     ("rg", "buf", "f8", "-", "state",
      "the random streams' uniforms in [0, 1), one row of RNG_SIZE per stream"),
     ("rg", "pos", "i8", "-", "state", "per stream: the next unread uniform of its row"),
@@ -138,6 +149,25 @@ def empirical(w, first, last, u):
 @leaf
 def draw(w, s, kind, mean, low, high, sigma):
     """One variate of a scenario distribution (see ``config.schema`` Dist) from stream s.
+
+    A mixture (``low`` and ``high`` its first and last component in the tb
+    ``dmix_*`` tables) picks a component by one uniform against the cumulative
+    weights, then draws from it; its components are never mixtures.
+    """
+    if kind == DIST_MIXTURE:
+        u = uniform(w, s)
+        j = int(low)
+        last = int(high)
+        while j < last and u >= w.tb_dmix_cum[j]:
+            j += 1
+        return draw_simple(w, s, w.tb_dmix_kind[j], w.tb_dmix_mean[j], w.tb_dmix_low[j],
+                           w.tb_dmix_high[j], w.tb_dmix_sigma[j])
+    return draw_simple(w, s, kind, mean, low, high, sigma)
+
+
+@leaf
+def draw_simple(w, s, kind, mean, low, high, sigma):
+    """One variate of a distribution that is not a mixture, from stream s.
 
     Lognormal takes the arithmetic mean and the log-space sigma, so
     mu = ln(mean) − sigma²/2; its normal comes from Box–Muller. For an empirical

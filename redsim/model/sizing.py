@@ -104,3 +104,16 @@ def write_once_rows_bound(grp: Any, maxmemory: int, duration: float) -> float:
     if maxmemory > 0:
         preloaded = min(preloaded, once_fit(maxmemory, grp.value_size.mean + grp.key_size))
     return (preloaded if math.isfinite(preloaded) else math.inf) + SPARE_ONCE * once * duration
+
+
+ABANDON_ROWS = 3
+"""With a client timeout, each pool connection gets this many extra rows for
+connections its client closed and Redis has not freed yet; when all are taken, a
+request waits for one as for a pool connection (deviation: a pool whose
+abandoned connections outnumber 3 × max-size waits where a real one would open
+more, so a long stall's connection count is capped there)."""
+
+
+def connection_rows(grp) -> int:
+    """Connection rows one process of group ``grp`` gets (``cn`` rows)."""
+    return grp.pool.max_size * (1 + ABANDON_ROWS if grp.timeout > 0 else 1)

@@ -45,8 +45,8 @@ OWNERS = (
     "model.main_thread", "model.netstack", "model.io_threads", "model.event_loop",
     "model.clients", "model.client_threads", "model.client_memory", "model.clients_cron",
     "model.client_close", "model.client_eviction", "model.protocol",
-    "model.call", "model.db", "model.objects", "model.arena", "model.nonfull", "model.tcache",
-    "model.rss",
+    "model.call", "model.locality", "model.db", "model.objects", "model.arena", "model.nonfull",
+    "model.tcache", "model.rss",
     "model.admin", "model.memory",
     "model.eviction", "model.lfu", "model.expire",
     "model.aof", "model.disk", "model.fork", "model.cow", "model.defrag", "model.latency",
@@ -115,6 +115,11 @@ EV_RESUME = 7  # a thread of a memoryless group's process starts thinking (after
 EV_CLOSED = 8  # the server's close of a connection with a request in flight reaches the client
 EV_PARSED = 9  # an async I/O thread parsed a request: the main thread can run it
 EV_REPLY_READ = 10  # a same-host client thread has read the reply: the request is complete
+EV_TIMEOUT = 11  # a connection's client timeout timer fires (clients.timer)
+EV_REFUSED = 12  # a connection refused at maxclients: the error reaches the client
+EV_GROUP_OFF = 13  # a group with stop or surge stops sending (clients.group_off)
+EV_GROUP_ON = 14  # a surging group starts its next surge (clients.group_on)
+EV_RAMP = 15  # the next thread of a memoryless group's ramp starts (clients.ramp_step)
 
 # Delay lines: events that happen a fixed delay after a clock that never goes
 # back are born in time order, so they queue in a FIFO ring instead of the heap.
@@ -162,6 +167,9 @@ DIST_LOGNORMAL = 3
 # low and high (model/rng.py empirical; build.py).
 DIST_EMPIRICAL = 4
 EMP_MAX_POINTS = 1001  # most points in one empirical table (config/schema.py)
+# A mixture: components first..last (inclusive) of the tb dmix_* tables, held as
+# the distribution's low and high (model/rng.py draw; blueprint.py dist).
+DIST_MIXTURE = 5
 
 (Conns, Reqs, Pools, Groups, Tables, Keys, Arena, Slabs, EvPool, IoThreads, ClientThreads, Heap,
  Wheel, Lines, Rng, Pages, Rec) = (

@@ -84,6 +84,14 @@ class Trace:
     value: np.ndarray  # value bytes carried by the request (writes)
     time: np.ndarray  # MONITOR timestamp, s (line number when absent)
     big: np.ndarray  # (n, 4) big bulk arguments: first, period, count, length (see _big_args)
+    key: np.ndarray | None = None
+    """Key id in the group's keyspace (0 .. keys-1) per command, or -1 where the line
+    names no key the keyspace tracks; None (a command file) = -1 everywhere. Reads
+    of a keyed line return the stored value's size, writes store theirs."""
+
+    def key_ids(self) -> np.ndarray:
+        """``key`` with None spelled out as -1 per line."""
+        return self.key if self.key is not None else np.full(len(self.cmd), -1, np.int64)
 
 
 def _big_args(args: list[bytes]) -> tuple[int, int, int, int]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from redsim.model.histogram import _EDGES, N_BUCKETS, bucket, quantile_from
 from redsim.model.jit import leaf, step
-from redsim.model.state import GRP_REC, N_GROUPS, N_WIN, WARMUP
+from redsim.model.state import CONNECTED, CONNECTED_PEAK, GRP_REC, N_GROUPS, N_WIN, WARMUP
 from redsim.observe.bins import window
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -37,6 +37,15 @@ FIELDS = (
     ("gp", "failed", "i8", "-", "counter",
      "the group's requests whose connection Redis closed before answering"),
     ("gp", "oom", "i8", "-", "counter", "the group's commands answered -OOM"),
+    ("I", "CONNECTED_PEAK", "i8", "-", "counter",
+     "the most connections Redis held at once (connected_clients' peak)"),
+    ("gp", "timeouts", "i8", "-", "counter",
+     "the group's requests that failed at its client timeout"),
+    ("gp", "refused", "i8", "-", "counter",
+     "the group's requests whose new connection Redis refused at maxclients"),
+    ("gp", "conns", "i8", "-", "state",
+     "the group's connections Redis holds now (connected_clients' share)"),
+    ("gp", "conns_peak", "i8", "-", "counter", "the most the group's conns reached"),
     ("gp", "cur_win", "i8", "-", "state",
      "window whose latencies the group's row of rc gwhist is collecting"),
     ("rc", "ghist", "i8", "-", "record",
@@ -50,6 +59,17 @@ FIELDS = (
     ("rc", "gw_p50", "f8", "s", "record", "each group's median latency per window, s (NaN: none)"),
     ("rc", "gw_p99", "f8", "s", "record", "each group's 99th percentile per window, s (NaN: none)"),
 )
+
+
+@leaf
+def connected(w, g, delta):
+    """Group g's connections held by Redis change by ``delta`` (±1)."""
+    n = w.gp_conns[g] + delta
+    w.gp_conns[g] = n
+    if n > w.gp_conns_peak[g]:
+        w.gp_conns_peak[g] = n
+    if w.I[CONNECTED] > w.I[CONNECTED_PEAK]:
+        w.I[CONNECTED_PEAK] = w.I[CONNECTED]
 
 
 @step
@@ -113,6 +133,8 @@ def configure(b) -> None:
     b.fill("gp", lat_n=np.zeros(groups, np.int64), lat_sum=np.zeros(groups),
            lat_max=np.zeros(groups), rejected=np.zeros(groups, np.int64),
            failed=np.zeros(groups, np.int64), oom=np.zeros(groups, np.int64),
+           timeouts=np.zeros(groups, np.int64), refused=np.zeros(groups, np.int64),
+           conns=np.zeros(groups, np.int64), conns_peak=np.zeros(groups, np.int64),
            cur_win=np.zeros(groups, np.int64))
     b.fill("rc", ghist=np.zeros(n * N_BUCKETS, np.int64),
            gwhist=np.zeros(n * N_BUCKETS, np.int64),

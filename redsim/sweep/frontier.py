@@ -39,6 +39,7 @@ from redsim.config.units import parse_size
 from redsim.sweep.grid import (
     DEFAULT_MAX_POINTS,
     Point,
+    axis_quantity,
     axis_values,
     check_size,
     point_scenario,
@@ -293,7 +294,8 @@ def find_frontier(spec: SweepSpec, out: str | Path, *, jobs: int | None = None,
     draw_figure(path, lambda: plot_frontier(
         table, evals, f.x, f.y, f.threshold, path, log_y=y_axis.log,
         title=f"{spec.name}: where P({f.criterion}) crosses {f.threshold:g}",
-        what=f"P({f.criterion})"), [])
+        what=f"P({f.criterion})",
+        units={f.x: axis_quantity(spec.axis(f.x)), f.y: axis_quantity(y_axis)}), [])
     return FrontierResult(table, evals, store.out)
 
 

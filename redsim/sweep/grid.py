@@ -24,6 +24,7 @@ import numpy as np
 from redsim.config.errors import ScenarioError, show
 from redsim.config.loader import (
     _norm_key,
+    field_parser,
     field_path,
     load_scenario,
     resolved_dict,
@@ -40,6 +41,7 @@ from redsim.config.sweep import (
     spec_error,
     step_number,
 )
+from redsim.config.units import parsed_quantity
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,14 @@ def _resolved_number(spec: SweepSpec, axis: Axis, value: Any, extra: tuple[str, 
         raise spec_error(spec, axis_loc(spec, axis), "a numeric field for a range",
                          f"{axis.paths[0]} = {show(got)}")
     return got
+
+
+def axis_quantity(axis: Axis) -> tuple[str, float] | None:
+    """What an axis's numbers measure, from the field it sets (its first path):
+    ``("duration", 1.0)`` for a TTL in s, ``("size", 1.0)`` for maxmemory in
+    bytes, ``("duration", 1e-6)`` for a CPU cost in µs; None for a count, a
+    choice or a list (``redsim.config.units.parsed_quantity``)."""
+    return parsed_quantity(field_parser(axis.paths[0]))
 
 
 def axis_values(spec: SweepSpec, axis: Axis, extra: tuple[str, ...] = ()) -> tuple[Any, ...]:

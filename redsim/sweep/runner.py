@@ -23,7 +23,14 @@ from redsim.config.schema import Scenario
 from redsim.config.sweep import SweepSpec, dump_spec
 from redsim.result import FigureWarning, draw_guarded
 from redsim.sweep.executors import run_tasks
-from redsim.sweep.grid import DEFAULT_MAX_POINTS, Point, expand, replication_seed, root_seed
+from redsim.sweep.grid import (
+    DEFAULT_MAX_POINTS,
+    Point,
+    axis_quantity,
+    expand,
+    replication_seed,
+    root_seed,
+)
 from redsim.sweep.store import RunStore, atomic_write_bytes, model_version, write_table
 from redsim.sweep.tables import aggregate_table, tidy_table
 
@@ -99,6 +106,8 @@ class SweepResult:
     """Runs executed by this call (the rest came from disk)."""
     lost: list[str] = field(default_factory=list)
     """Runs whose worker died (not stored: ``--resume`` retries them)."""
+    figures: list[Path] = field(default_factory=list)
+    """The figures written into ``out`` (``write_figures``)."""
 
 
 def run_batch(tasks: list[RunTask], store: RunStore, *, executor: str = "local",
@@ -186,46 +195,70 @@ def write_figures(spec: SweepSpec, agg: pd.DataFrame, out: Path) -> list[Path]:
     """The sweep's standard figures: with one varying axis, burst probability and
     p99 latency against it; with two, the burst-probability heatmap and p99 per
     second-axis value; more axes get no automatic figure (use redsim.sweep.plots).
+    With more than one client group in the table (``<group>.<metric>_mean``
+    columns), also ``groups_latency_p99_s.png``, ``groups_throughput_rps.png``
+    and ``groups_errors.png`` (``plots.GROUP_FIGURES``): one line per group,
+    or with two axes one panel per group.
 
+    Axis ticks are in the units of the field each axis sets (``axis_quantity``).
     A figure that fails is skipped with a ``FigureWarning`` (one line naming it
     and the error); the others are still drawn.
 
     Returns:
         The figures written.
     """
-    from redsim.sweep.plots import plot_burst_heatmap, plot_metric
+    from redsim.sweep import plots
 
     written: list[Path] = []
     try:
         varying = [a for a in spec.axes if agg[a.name].nunique() > 1] if len(agg) else []
+        groups = plots.client_groups(agg)
     except Exception as exc:  # noqa: BLE001 - e.g. a column of unhashable values
         warnings.warn(f"no figures written: {type(exc).__name__}: {exc}", FigureWarning,
                       stacklevel=2)
         return written
-    if not varying or "burst_probability" not in agg.columns:
+    try:
+        units = {a.name: axis_quantity(a) for a in spec.axes}
+    except Exception:  # noqa: BLE001 - without units the ticks are the values, as written
+        units = {}
+    if not varying:
         return written
     first = varying[0]
+    burst = "burst_probability" in agg.columns
     if len(varying) == 1 or all(a.link == first.link for a in varying):
-        axis, data = first.name, agg
+        axis, data, hue, log = first.name, agg, None, first.log or None
         if len(varying) > 1:  # linked axes: one category per point, "yes / always"
             axis = " / ".join(a.name for a in varying)
             data = agg.assign(**{axis: [" / ".join(str(v) for v in row) for row in
                                         agg[[a.name for a in varying]].itertuples(
                                             index=False)]})
-        for metric in ("burst_probability", "latency_p99_s"):
+        for metric in ("burst_probability", "latency_p99_s") if burst else ():
             if metric == "burst_probability" or f"{metric}_mean" in agg.columns:
                 path = out / f"{metric}.png"
-                draw_figure(path, lambda m=metric, p=path: plot_metric(
-                    data, axis, m, p, log_x=first.log), written)
+                draw_figure(path, lambda m=metric, p=path: plots.plot_metric(
+                    data, axis, m, p, log_x=log, units=units), written)
     elif len({a.link for a in varying}) == 2:
         second = next(a for a in varying if a.link != first.link)
-        path = out / "burst_heatmap.png"
-        draw_figure(path, lambda: plot_burst_heatmap(agg, second.name, first.name, path),
-                written)
-        if "latency_p99_s_mean" in agg.columns:
+        axis, data, hue, log = second.name, agg, first.name, second.log or None
+        if burst:
+            path = out / "burst_heatmap.png"
+            draw_figure(path, lambda: plots.plot_burst_heatmap(
+                agg, second.name, first.name, path, units=units), written)
+        if burst and "latency_p99_s_mean" in agg.columns:
             p99 = out / "latency_p99_s.png"
-            draw_figure(p99, lambda: plot_metric(agg, second.name, "latency_p99_s", p99,
-                                             hue=first.name, log_x=second.log), written)
+            draw_figure(p99, lambda: plots.plot_metric(
+                agg, second.name, "latency_p99_s", p99, hue=first.name, log_x=log,
+                units=units), written)
+    else:
+        return written
+    if len(groups) > 1:
+        for name, metrics in plots.GROUP_FIGURES.items():
+            present = [m for m in metrics
+                       if any(f"{g}.{m}_mean" in agg.columns for g in groups)]
+            if present:
+                path = out / f"groups_{name}.png"
+                draw_figure(path, lambda ms=present, p=path: plots.plot_groups(
+                    data, axis, ms, groups, p, hue=hue, log_x=log, units=units), written)
     return written
 
 
@@ -276,5 +309,5 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int | None = None,
                               on_stored=on_stored)
     finally:
         runs, agg = write_tables(spec, points, seeds, store)
-    write_figures(spec, agg, store.out)
-    return SweepResult(spec, points, seeds, runs, agg, store.out, ran, lost)
+    figures = write_figures(spec, agg, store.out)
+    return SweepResult(spec, points, seeds, runs, agg, store.out, ran, lost, figures)

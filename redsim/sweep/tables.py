@@ -14,6 +14,12 @@ from redsim.sweep.stats import mean_ci, wilson
 # Summary keys that identify a run rather than measure it.
 _NOT_METRICS = {"scenario", "scenario_hash", "seed", "redis_version"}
 
+GROUP_METRICS = ("latency_p99_s", "throughput_rps", "requests_rejected", "requests_failed",
+                 "requests_timed_out", "connections_refused", "oom_rejected")
+"""A client group's summary keys (``<group>.<metric>``) the aggregate table
+carries besides the sweep's ``metrics`` when its points have more than one
+group: what the per-group figures draw (``plots.GROUP_FIGURES``)."""
+
 
 def _kind(v: Any) -> str:
     if isinstance(v, (bool, np.bool_)):
@@ -137,12 +143,25 @@ def _typed(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def group_metrics(points: list[Point]) -> tuple[str, ...]:
+    """``<group>.<metric>`` for every client group of the points and every
+    metric of ``GROUP_METRICS``, when there is more than one group; else none
+    (with one group the run's own metrics are the group's)."""
+    names = list(dict.fromkeys(g.name for p in points for g in p.scenario.clients))
+    if len(names) < 2:
+        return ()
+    return tuple(f"{g}.{m}" for g in names for m in GROUP_METRICS)
+
+
 def aggregate_table(tidy: pd.DataFrame, points: list[Point],
                     metrics: tuple[str, ...]) -> pd.DataFrame:
     """One row per point: the axis values, ``runs``, ``errors``, the burst probability
     with its 95 % Wilson interval (``burst_probability``, ``_low``, ``_high``) and,
     per metric, the replication mean and its 95 % t interval (``<m>_mean``,
-    ``<m>_low``, ``<m>_high``); a boolean metric's mean is its frequency."""
+    ``<m>_low``, ``<m>_high``); a boolean metric's mean is its frequency. With
+    more than one client group, the same for each group's ``group_metrics``
+    (``web.latency_p99_s_mean``, ...) after ``metrics``."""
+    metrics = (*metrics, *(k for k in group_metrics(points) if k not in metrics))
     axes = _axis_columns(points)
     rows = []
     for p in points:
