@@ -51,7 +51,12 @@ from redsim.config.units import (
 from redsim.fileio import IRREGULAR, TOO_LARGE, UNREADABLE, RefusedFile, open_regular
 from redsim.model.commands import COMMANDS, EFFECT_WRITE
 from redsim.model.presets import DISK_PRESETS, FORK_PRESETS
-from redsim.model.sizing import connection_rows, request_slots, write_once_rows_bound
+from redsim.model.sizing import (
+    connection_rows,
+    memoryless_group,
+    request_slots,
+    write_once_rows_bound,
+)
 from redsim.model.state import CONFIG_MAX_HZ, CONFIG_MIN_HZ, EMP_MAX_POINTS
 
 # ---------------------------------------------------------------------------------
@@ -620,8 +625,24 @@ class Cpu(_Model):
     """The AOF ``write()`` into the page cache, per call, µs."""
     aof_write_per_byte: CostUs = 0.0005
     """... per byte written, µs/B (~2 GB/s)."""
-    distribution: Annotated[ServiceDistribution, _literal(ServiceDistribution)] = "fixed"
-    """Variability of command costs: fixed, or × a mean-1 exponential (M/M/1 checks)."""
+    distribution: Annotated[ServiceDistribution | ScaleDist, BeforeValidator(_service_dist)
+                            ] = "fixed"
+    """Variability of command costs: ``fixed`` (as the table has them),
+    ``exponential`` (× a mean-1 exponential: the M/M/1 checks), or any
+    distribution of a dimensionless multiplier — lognormal, empirical (samples
+    of measured service times: only their shape counts), a mixture such as
+    ``{distribution: mixture, components: [{weight: 99, value: 1}, {weight: 1,
+    value: 30}]}`` (one command in a hundred 30 times its cost) — each command's
+    cost is multiplied by a draw divided by the distribution's mean, so the
+    table's costs stay the means."""
+
+    def service_dist(self) -> _Dist | None:
+        """``distribution`` as a distribution of the multiplier; None for fixed."""
+        if self.distribution == "fixed":
+            return None
+        if self.distribution == "exponential":
+            return ScaleDist.model_validate({"distribution": "exponential", "mean": 1.0})
+        return self.distribution
     commands: Annotated[dict[str, CommandCost], _v(_parse_commands)] = Field(default_factory=dict)
     """Per-command overrides of the command table, by upper-case name."""
 
@@ -1225,6 +1246,24 @@ class DurationDist(_Dist):
     _max_text = "100 years"
 
 
+class ScaleDist(_Dist):
+    """A distribution of a dimensionless multiplier (plain numbers ≥ 0)."""
+
+    _parse = staticmethod(partial(parse_float, minimum=0))
+    _unit = "×"
+    _max = 1e6
+    _max_text = "1e6"
+
+
+def _service_dist(v: Any) -> Any:
+    """``engine.cpu.distribution``: fixed | exponential, or a distribution mapping."""
+    if isinstance(v, _Dist):
+        return v
+    if isinstance(v, dict):  # checked here, so a mistake names its own key
+        return ScaleDist.model_validate(ScaleDist._from_mapping(v))
+    return _literal(ServiceDistribution).func(v)
+
+
 class SizeDist(_Dist):
     """A distribution of sizes, bytes (values parsed with parse_size)."""
 
@@ -1270,6 +1309,21 @@ class Pool(_Model):
                 raise BadValue("at least 1us (a shorter period would not move the clock)",
                                f"{getattr(self, key):g} s", field=(_hyphen(key),))
         return self
+
+
+class Phase(_Model):
+    """From ``at`` (s after the group's start) on, the group runs with these
+    settings; the ones a phase leaves out keep their values."""
+
+    at: Seconds
+    """When the phase starts, s from the group's start."""
+    threads: Annotated[int | None, _v(_optional(partial(parse_int, minimum=0)))] = None
+    """Threads per process that send (at most the group's ``threads``; 0 = none):
+    the others park, and the connections they no longer need idle in the pool."""
+    think: DurationDist | None = None
+    """The think time from this phase on (closed and trace groups)."""
+    rate: Annotated[float | None, _v(_optional(parse_rate))] = None
+    """Open groups: the arrival rate from this phase on, /s."""
 
 
 class Surge(_Model):
@@ -1506,6 +1560,10 @@ class ClientGroup(_Model):
     """When the group stops sending, s from the run's start; none = never. Its
     requests in flight finish; its idle connections close at once and the others
     as their replies come back (the client memory they held is freed)."""
+    phases: list[Phase] | None = None
+    """A schedule: ``[{at: 0s, threads: 2}, {at: 60s, threads: 10, think: 1ms},
+    {at: 120s, threads: 0}]`` (closed and trace groups: threads, think) or
+    ``[{at: 30s, rate: 5k/s}]`` (open groups: rate, like a profile)."""
     surge: Surge | None = None
     """Run only in surges (``{every: 60s, for: 3s}``), between ``start`` and
     ``stop``; with ``connections:``, add that many surging clients instead."""
@@ -1527,6 +1585,35 @@ class ClientGroup(_Model):
     tls: Bool = False
     """Connect over TLS: each new connection costs Redis ``engine.cpu.tls-handshake``
     on its main thread and the client one more round trip (TLS 1.3)."""
+
+    def _check_phases(self) -> None:
+        phases = self.phases or []
+        for i, ph in enumerate(phases):
+            if i and ph.at <= phases[i - 1].at:
+                raise BadValue(f"phase times strictly increasing (after {phases[i - 1].at:g})",
+                               show(ph.at), field=("phases", i, "at"))
+            if self.kind == "open":
+                for key in ("threads", "think"):
+                    if getattr(ph, key) is not None:
+                        raise BadValue("only rate in an open group's phase", key,
+                                       field=("phases", i, key))
+                if self.profile is not None:
+                    raise BadValue("either a profile or phases with rates for an open group",
+                                   "both", field=("phases",))
+                continue
+            if ph.rate is not None:
+                raise BadValue(f"no rate in a {self.kind} group's phase (threads, think)",
+                               show(ph.rate), field=("phases", i, "rate"))
+            if ph.threads is not None and ph.threads > self.threads:
+                raise BadValue(f"at most the group's threads ({self.threads})",
+                               show(ph.threads), field=("phases", i, "threads"))
+            if ph.think is not None and memoryless_group(self) and (
+                    ph.think.kind != "exponential" or ph.think.mean <= 0):
+                raise BadValue("an exponential think time > 0 (the group's is, and it runs "
+                               "as one clock)", ph.think.kind, field=("phases", i, "think"))
+            if ph.threads is not None and self.ramp > 0:
+                raise BadValue("threads in phases or a ramp, not both", "both",
+                               field=("phases", i, "threads"))
 
     @model_validator(mode="after")
     def _check(self) -> ClientGroup:
@@ -1557,6 +1644,8 @@ class ClientGroup(_Model):
                                                       and self.trace_timing == "recorded")):
             raise BadValue("no ramp for arrivals (ramp starts threads; give an open group a "
                            "rate profile)", show(self.ramp), field=("ramp",))
+        if self.phases:
+            self._check_phases()
         if self.kind == "trace" and self.trace is None:
             raise BadValue("a trace file path for a trace group", "none", field=("trace",))
         if self.kind != "trace" and self.trace is not None:

@@ -48,6 +48,7 @@ from redsim.model.state import (
     EV_GROUP_ON,
     EV_ISSUE,
     EV_OPEN_ARRIVAL,
+    EV_PHASE,
     EV_RAMP,
     EV_REAP,
     EV_REFUSED,
@@ -241,6 +242,9 @@ FIELDS = (
     ("pl", "wait_n", "i8", "-", "state",
      "requests waiting for a connection (bounded by pool.max-waiters)"),
     ("pl", "thinking", "i8", "-", "state", "memoryless groups: the process's threads now thinking"),
+    ("pl", "park", "i8", "-", "state",
+     "memoryless groups: the process's threads to park as their requests end (a phase cut "
+     "threads while they were out)"),
     ("pl", "idle_ring", "i8[]", "-", "state",
      "the pools' idle rings of connection slots, pool p's at [base, base+max_size)"),
     ("pl", "free_slots", "i8[]", "-", "state",
@@ -314,6 +318,18 @@ FIELDS = (
     ("gp", "ramp_gap", "f8", "s", "config",
      "ramp / threads: time between two threads' starts in the group's ramp, s; 0 = none"),
     ("gp", "ramp_left", "i8", "-", "state", "memoryless groups: threads still to start"),
+    ("gp", "active", "i8", "-", "state",
+     "threads per process that may send now (the current phase's; threads otherwise)"),
+    ("gp", "ph_pos", "i8", "-", "state", "the group's next phase row in the tb ph_* tables"),
+    ("gp", "ph_end", "i8", "-", "config", "one past the group's last phase row"),
+    ("tb", "ph_t", "f8", "s", "config", "each phase's start, s from the run's start"),
+    ("tb", "ph_threads", "i8", "-", "config", "each phase's threads per process; -1 = unchanged"),
+    ("tb", "ph_think_kind", "i8", "-", "config",
+     "each phase's think distribution (DIST_*); -1 = unchanged"),
+    ("tb", "ph_think_mean", "f8", "s", "config", "each phase's think mean, s"),
+    ("tb", "ph_think_low", "f8", "s", "config", "each phase's think low bound, s"),
+    ("tb", "ph_think_high", "f8", "s", "config", "each phase's think high bound, s"),
+    ("tb", "ph_think_sigma", "f8", "-", "config", "each phase's think lognormal sigma"),
     ("gp", "bo_base", "f8", "s", "config", "reconnect.backoff: first wait after a failure, s"),
     ("gp", "bo_max", "f8", "s", "config", "reconnect.max-backoff: longest wait, s"),
     ("gp", "bo_jitter", "f8", "-", "config", "reconnect.jitter: random fraction of a wait"),
@@ -705,12 +721,84 @@ def group_on(w, g, te):
             w.gp_chain[g] = 1
             events.push(w, te + think_clock_gap(w, g), EV_THINK_CLOCK, g)
     else:
-        b = w.gp_slot_base[g]
-        for r in range(b, b + w.gp_n_slots[g]):
-            if w.rq_dormant[r]:
-                w.rq_dormant[r] = 0
-                events.push(w, te + think_time(w, g), EV_ISSUE, r)
+        wake_sources(w, g, te)
     schedule_off(w, g, te)
+
+
+@leaf
+def may_send(w, r):
+    """Closed or trace source r may issue now: its group is on and the source is
+    among the current phase's threads of its process."""
+    g = w.rq_group[r]
+    return w.gp_on[g] and (r - w.gp_slot_base[g]) % w.gp_threads[g] < w.gp_active[g]
+
+
+@step
+def wake_sources(w, g, te):
+    """Group g's parked sources that may send now think and go again."""
+    b = w.gp_slot_base[g]
+    for r in range(b, b + w.gp_n_slots[g]):
+        if w.rq_dormant[r] and may_send(w, r):
+            w.rq_dormant[r] = 0
+            events.push(w, te + think_time(w, g), EV_ISSUE, r)
+
+
+@leaf
+def resume(w, p):
+    """A thread of memoryless pool p is free to think again, unless a phase
+    cut the process's threads while it was out (``pl_park``)."""
+    if w.pl_park[p] > 0:
+        w.pl_park[p] -= 1
+    else:
+        w.pl_thinking[p] += 1
+
+
+@step
+def set_active(w, g, n, te):
+    """Group g's processes now run n threads each (a phase's ``threads``): a
+    memoryless group's thinking counts change (threads out on a request park
+    when it ends); other sources beyond n park at their next issue, and those
+    below n that were parked go again."""
+    old = w.gp_active[g]
+    w.gp_active[g] = n
+    if w.gp_memoryless[g]:
+        first = w.gp_pool_base[g]
+        for p in range(first, first + w.gp_processes[g]):
+            if n > old:
+                add = n - old
+                cancel = min(w.pl_park[p], add)
+                w.pl_park[p] -= cancel
+                w.pl_thinking[p] += add - cancel
+            elif n < old:
+                cut = old - n
+                take = min(w.pl_thinking[p], cut)
+                w.pl_thinking[p] -= take
+                w.pl_park[p] += cut - take
+    elif n > old:
+        wake_sources(w, g, te)
+
+
+@step
+def apply_phase(w, g, j, te):
+    """Phase row j of group g takes effect at te: its think time, its threads."""
+    if w.tb_ph_think_kind[j] >= 0:
+        w.gp_think_kind[g] = w.tb_ph_think_kind[j]
+        w.gp_think_mean[g] = w.tb_ph_think_mean[j]
+        w.gp_think_low[g] = w.tb_ph_think_low[j]
+        w.gp_think_high[g] = w.tb_ph_think_high[j]
+        w.gp_think_sigma[g] = w.tb_ph_think_sigma[j]
+    if w.tb_ph_threads[j] >= 0:
+        set_active(w, g, w.tb_ph_threads[j], te)
+
+
+@step
+def phase_step(w, g, te):
+    """Group g's next phase starts at te; the one after it is scheduled."""
+    j = w.gp_ph_pos[g]
+    w.gp_ph_pos[g] = j + 1
+    apply_phase(w, g, j, te)
+    if j + 1 < w.gp_ph_end[g]:
+        events.push(w, w.tb_ph_t[j + 1], EV_PHASE, g)
 
 
 @step
@@ -798,7 +886,7 @@ def finish_source(w, r, te, backoff):
         if backoff > 0.0:
             events.push(w, te + backoff, EV_RESUME, p)
         else:
-            w.pl_thinking[p] += 1
+            resume(w, p)
         return
     te += backoff
     if kind == KIND_TRACE:
@@ -1000,7 +1088,7 @@ def handle_event(w, kind, ident, te):
         complete(w, ident, te)
     elif kind == EV_ISSUE:
         if w.rq_active[ident]:
-            if w.gp_on[w.rq_group[ident]]:
+            if may_send(w, ident):
                 issue(w, ident, te)
             else:
                 w.rq_dormant[ident] = 1
@@ -1011,7 +1099,9 @@ def handle_event(w, kind, ident, te):
     elif kind == EV_THINK_CLOCK:
         think_clock(w, ident, te)
     elif kind == EV_RESUME:
-        w.pl_thinking[ident] += 1
+        resume(w, ident)
+    elif kind == EV_PHASE:
+        phase_step(w, ident, te)
     elif kind == EV_REAP:
         reap(w, ident, te)
     elif kind == EV_CLOSED:
@@ -1043,6 +1133,11 @@ def start_sources(world):
     for g in range(I[N_GROUPS]):
         kind = w.gp_kind[g]
         start = w.gp_start[g]
+        while w.gp_ph_pos[g] < w.gp_ph_end[g] and w.tb_ph_t[w.gp_ph_pos[g]] <= start:
+            w.gp_ph_pos[g] += 1
+            apply_phase(w, g, w.gp_ph_pos[g] - 1, start)
+        if w.gp_ph_pos[g] < w.gp_ph_end[g]:
+            events.push(w, w.tb_ph_t[w.gp_ph_pos[g]], EV_PHASE, g)
         if kind == KIND_OPEN:
             t = next_arrival(w, g, start)
             if t < math.inf:
@@ -1115,6 +1210,8 @@ def configure(b) -> None:
                                  if f.owner == "model.clients"}
     mix_cmd, mix_cum, mix_keys, mix_count, mix_ttl = [], [], [], [], []
     prof_t, prof_rate = [], []
+    ph: dict[str, list] = {k: [] for k in ("t", "threads", "think_kind", "think_mean",
+                                          "think_low", "think_high", "think_sigma")}
     zipf_parts: list[np.ndarray] = []
     zipf_len = 0
     tr_parts = []
@@ -1186,9 +1283,12 @@ def configure(b) -> None:
                 for step_ in grp.profile:
                     prof_t.append(step_.at)
                     prof_rate.append(step_.rate)
-            else:
-                prof_t.append(0.0)
-                prof_rate.append(grp.rate)
+            else:  # a rate, and the rates of its phases from their times on
+                steps = {0.0: grp.rate}
+                steps.update({p.at: p.rate for p in grp.phases or () if p.rate is not None})
+                for at in sorted(steps):
+                    prof_t.append(at)
+                    prof_rate.append(steps[at])
         g_fields["prof_end"].append(len(prof_t))
         g_fields["trace_start"].append(tr_len)
         if kind == KIND_TRACE:
@@ -1217,6 +1317,21 @@ def configure(b) -> None:
                                            else grp.connect_timeout)
         g_fields["ramp_gap"].append(grp.ramp / (grp.processes * grp.threads))
         g_fields["ramp_left"].append(0)
+        g_fields["active"].append(grp.threads)
+        g_fields["ph_pos"].append(len(ph["t"]))
+        for phase in (grp.phases or ()) if kind != KIND_OPEN else ():
+            ph["t"].append(grp.start + phase.at)
+            ph["threads"].append(-1 if phase.threads is None else phase.threads)
+            if phase.think is None:
+                ph["think_kind"].append(-1)
+                for k in ("mean", "low", "high", "sigma"):
+                    ph[f"think_{k}"].append(0.0)
+            else:
+                k_, mean, lo, hi, sig = b.dist(phase.think)
+                for k, v in (("kind", k_), ("mean", mean), ("low", lo), ("high", hi),
+                             ("sigma", sig)):
+                    ph[f"think_{k}"].append(v)
+        g_fields["ph_end"].append(len(ph["t"]))
         g_fields["bo_base"].append(grp.reconnect.backoff)
         g_fields["bo_max"].append(grp.reconnect.max_backoff)
         g_fields["bo_jitter"].append(grp.reconnect.jitter)
@@ -1268,6 +1383,7 @@ def configure(b) -> None:
            free_n=i64(pool_rows), wait_head=np.full(P, -1, np.int64),
            wait_tail=np.full(P, -1, np.int64), wait_n=np.zeros(P, np.int64),
            thinking=i64([groups[g].threads for g in pool_group]),
+           park=np.zeros(P, np.int64),
            idle_ring=np.zeros(C, np.int64), free_slots=free_slots)
     free_stack = np.arange(R, dtype=np.int64)[::-1].copy()
     for g in range(G):  # each group's free list pops its lowest slot first
@@ -1298,7 +1414,9 @@ def configure(b) -> None:
            tr_elems=tr["elems"], tr_value=tr["value"], tr_time=tr["time"], tr_key=tr["key"],
            **{f"tr_big_{f}": tr["big"][:, j].copy()
               for j, f in enumerate(("first", "period", "n", "len"))},
-           zipf_cdf=np.concatenate(zipf_parts) if zipf_parts else np.ones(1))
+           zipf_cdf=np.concatenate(zipf_parts) if zipf_parts else np.ones(1),
+           **{f"ph_{k}": (i64(v or [0]) if k in ("threads", "think_kind") else f64(v or [0.0]))
+              for k, v in ph.items()})
     b.fill("rc", passes=np.zeros((MAX_PASS_REC if any(g.kind == "trace" for g in groups) else 1)
                                  * N_PASS_FIELDS))
     b.I[N_CONNS] = C

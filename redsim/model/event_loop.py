@@ -60,8 +60,9 @@ Deviations, each small and documented:
   ``tls: yes``, the handshake's ``engine.cpu.tls-handshake`` with it); freeing
   a client closed by its pool, and a connection refused at ``maxclients``
   (charged one accept), at the next iteration's file events.
-  ``MAX_ACCEPTS_PER_CALL`` (1000 accepts per listening-socket event) is not
-  modelled: connections are accepted as their first requests are read.
+  ``acceptTcpHandler`` accepts at most ``MAX_ACCEPTS_PER_CALL`` (1000 in 6.2
+  and 7.x) connections per call, one call per iteration: a connection past
+  the 1000th new one of an iteration waits for the next.
 - A reply pass writes exactly 64 KB and leaves the rest to the next
   beforeSleep. Redis writes whole buffers until it has passed 64 KB (up to
   ~78 KB with 16 KB nodes, or all of a big reply's node), then continues from
@@ -106,7 +107,7 @@ from redsim.model.protocol import (
     request_bytes,
 )
 from redsim.model.ring import wrap
-from redsim.model.rng import exponential, uniform
+from redsim.model.rng import draw, uniform
 from redsim.model.state import (
     ADMIN_REQ,
     AOF_ON,
@@ -128,7 +129,7 @@ from redsim.model.state import (
     CONNECTED,
     CRON_WHEN,
     CRONLOOPS,
-    DIST_EXP,
+    DIST_FIXED,
     DYN_HZ,
     EV_ARRIVE,
     EV_PARSED,
@@ -166,6 +167,11 @@ from redsim.model.state import (
     SERVICE_STREAM,
     STAT_COMMANDS,
     STAT_OOM,
+    SVC_HIGH,
+    SVC_KIND,
+    SVC_LOW,
+    SVC_MEAN,
+    SVC_SIGMA,
     W_BUSY_CONNS,
     W_CPU_COMMANDS,
     W_CPU_CONNECTIONS,
@@ -186,6 +192,10 @@ from redsim.model.state import (
 )
 from redsim.model.world import as_world, prefetch
 from redsim.observe.bins import add_interval, count
+
+MAX_ACCEPTS_PER_CALL = 1000
+"""New connections ``acceptTcpHandler`` accepts per call (``src/networking.c``,
+6.2 and 7.x): the model's per-iteration cap on first reads of new connections."""
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
 # says what each entry holds: where, name, dtype, unit, kind, doc).
@@ -224,9 +234,15 @@ FIELDS = (
     ("I", "BATCHING", "i8", "-", "config",
      "1: replies queued for beforeSleep (clients_pending_write); 0: written at once after each "
      "read (engine.reply-batching)"),
-    ("I", "DIST_EXP", "i8", "-", "config",
-     "1: each command's service time is scaled by an exponential draw of mean 1 "
-     "(engine.cpu.distribution)"),
+    ("I", "SVC_KIND", "i8", "-", "config",
+     "engine.cpu.distribution's kind (DIST_FIXED: every cost as the table has it; else each "
+     "command's cost × a draw / SVC_MEAN)"),
+    ("F", "SVC_MEAN", "f8", "-", "config", "engine.cpu.distribution's mean (the draws' divisor)"),
+    ("F", "SVC_LOW", "f8", "-", "config",
+     "engine.cpu.distribution's low bound (empirical, mixture: its first table row)"),
+    ("F", "SVC_HIGH", "f8", "-", "config",
+     "engine.cpu.distribution's high bound (empirical, mixture: its last table row)"),
+    ("F", "SVC_SIGMA", "f8", "-", "config", "engine.cpu.distribution's lognormal sigma"),
     ("I", "STAT_COMMANDS", "i8", "-", "counter",
      "server.stat_numcommands: commands processed since start (here -OOM refusals included)"),
     ("I", "READY_HEAD", "i8", "-", "state",
@@ -333,8 +349,10 @@ def generate_command(w, c):
         rep = reply_bytes(shape, key_size, value, k, n)
         big_first, big_period, big_n, big_len = big_args(shape, namelen, key_size, value, k, ttl)
     scale = 1.0
-    if I[DIST_EXP]:
-        scale = exponential(w, SERVICE_STREAM, 1.0)
+    if I[SVC_KIND] != DIST_FIXED:  # mean 1: the command table's costs are the means
+        F = w.F
+        scale = draw(w, SERVICE_STREAM, I[SVC_KIND], F[SVC_MEAN], F[SVC_LOW], F[SVC_HIGH],
+                     F[SVC_SIGMA]) / F[SVC_MEAN]
     w.cn_next_cmd[c] = cmd
     w.cn_next_bytes[c] = req
     w.cn_next_reply[c] = rep
@@ -765,9 +783,15 @@ def run(world, t_stop):
         # A client freed during the pass leaves the ring (client_close.unlist),
         # and with it the pass's count if it was still to be read.
         I[READY_PASS] = I[READY_N]
+        accepted = 0
         while I[READY_PASS] > 0:
             I[READY_PASS] -= 1
             c = ready_pop(w)
+            if w.cn_new[c]:
+                if accepted == MAX_ACCEPTS_PER_CALL:  # the listener's cap: next iteration
+                    ready_push(w, c)
+                    continue
+                accepted += 1
             read_query_from_client(w, c)
         if I[IO_READ_N] > 0:  # the main thread waits for the I/O threads' reads
             io_threads.finish_reads(w, W_CPU_READ)
@@ -842,7 +866,12 @@ def configure(b) -> None:
     b.I[S.BATCHING] = 1 if sc.engine.reply_batching else 0
     b.I[S.REDIS_62] = 1 if sc.redis_version == "6.2" else 0
     b.I[S.REDIS_72] = 1 if sc.redis_version == "7.2" else 0
-    b.I[S.DIST_EXP] = 1 if cpu.distribution == "exponential" else 0
+    svc = cpu.service_dist()
+    if svc is None:
+        b.I[S.SVC_KIND], b.F[S.SVC_MEAN] = S.DIST_FIXED, 1.0
+    else:
+        b.I[S.SVC_KIND], b.F[S.SVC_MEAN], b.F[S.SVC_LOW], b.F[S.SVC_HIGH], b.F[S.SVC_SIGMA] = \
+            b.dist(svc)
     b.I[S.PHASE] = S.PH_BEFORE_SLEEP
     C = b.size["conns"]
     b.extra["lists"] = {"ready": np.zeros(max(C, 1), np.int64),

@@ -120,6 +120,7 @@ EV_REFUSED = 12  # a connection refused at maxclients: the error reaches the cli
 EV_GROUP_OFF = 13  # a group with stop or surge stops sending (clients.group_off)
 EV_GROUP_ON = 14  # a surging group starts its next surge (clients.group_on)
 EV_RAMP = 15  # the next thread of a memoryless group's ramp starts (clients.ramp_step)
+EV_PHASE = 16  # a group's next phase starts (clients.phase_step)
 
 # Delay lines: events that happen a fixed delay after a clock that never goes
 # back are born in time order, so they queue in a FIFO ring instead of the heap.
