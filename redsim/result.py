@@ -454,7 +454,8 @@ def _group_tables(scenario, w: S.World, n: int, length: np.ndarray, ts: pd.DataF
     """Each client group's figures (``observe/groups.py``): a table, one row per
     group, its ``<group>.<metric>`` summary keys and, with more than one group,
     its ``<group>.requests_per_sec``, ``.latency_mean``, ``.latency_p50``,
-    ``.latency_p99`` and ``.latency_max`` series; and each group's latency
+    ``.latency_p99``, ``.latency_max`` and ``.errors_per_sec`` (failed requests
+    of any kind) series; and each group's latency
     histogram. With one group the run's figures are the group's."""
     names = [g.name for g in scenario.clients]
     warm = float(scenario.warmup)
@@ -487,6 +488,7 @@ def _group_tables(scenario, w: S.World, n: int, length: np.ndarray, ts: pd.DataF
         ts[f"{name}.latency_p50"] = w.rc_gw_p50[cut]
         ts[f"{name}.latency_p99"] = w.rc_gw_p99[cut]
         ts[f"{name}.latency_max"] = np.where(done_w > 0, w.rc_gw_max[cut], np.nan)
+        ts[f"{name}.errors_per_sec"] = w.rc_gw_err[cut] / length
     table = pd.DataFrame(rows, columns=["group", *GROUP_METRICS])
     for row in rows:
         summary.update({f"{row['group']}.{k}": row[k] for k in GROUP_METRICS})

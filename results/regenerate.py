@@ -84,6 +84,9 @@ RUNS = [
     RunResult("open-loop-ramp", "open-loop-ramp.yaml"),
     RunResult("s3-fragmentation", "jemalloc-fragmentation.yaml"),
     RunResult("s3-defrag", "jemalloc-defrag.yaml"),
+    RunResult("reconnect-storm", "reconnect-storm.yaml"),
+    RunResult("reconnect-storm-long-timeout", "reconnect-storm-long-timeout.yaml"),
+    RunResult("client-surge", "client-surge.yaml"),
 ]
 PERSISTENCE = [
     RunResult(f"s2-aof-fsync/{n}", f"{n}.yaml")

@@ -164,3 +164,24 @@ def test_at_most_1000_new_connections_are_accepted_per_iteration():
     assert s["requests_completed"] == 3000
     assert s["latency_mean_s"] == pytest.approx(0.020 + 2 * RTT, rel=0.01)
     assert s["latency_max_s"] == pytest.approx(0.030 + 2 * RTT, rel=0.01)
+
+
+def test_each_groups_errors_are_in_its_own_series():
+    # Ten clients of "app" hold all ten connections maxclients allows; the five
+    # of "late", starting 0.1 s later, are refused every time they dial. Each
+    # group's errors_per_sec series adds up to its own refusals.
+    sc = {"name": "errors", "duration": 1.0, "seed": 1, "sample-interval": 0.1,
+          "server": {"maxclients": 10, "save": ""}, "network": {"rtt": RTT},
+          "clients": [
+              {"name": "app", "processes": 10, "pool": {"max-size": 1}, "think": "1ms",
+               "mix": {"GET": 1}, "keyspace": {"keys": 100}},
+              {"name": "late", "processes": 5, "pool": {"max-size": 1}, "think": "1ms",
+               "start": "0.1s", "mix": {"GET": 1}, "keyspace": {"keys": 100},
+               "reconnect": NO_JITTER}]}
+    r = simulate(load_scenario(sc))
+    ts = r.timeseries
+    s = r.summary
+    assert s["app.connections_refused"] == 0 and s["app.requests_completed"] > 0
+    assert s["late.requests_completed"] == 0 and s["late.connections_refused"] > 0
+    assert (ts["app.errors_per_sec"] * 0.1).sum() == pytest.approx(0)
+    assert (ts["late.errors_per_sec"] * 0.1).sum() == pytest.approx(s["late.connections_refused"])

@@ -618,6 +618,7 @@ def time_out(w, c, te):
     I[IN_FLIGHT] -= 1
     I[REQ_TIMEOUT] += 1
     w.gp_timeouts[g] += 1
+    groups.failed(w, g, te)
     count(w, WI_TIMEOUT, te, 1)
     w.cn_abandoned[c] = 1
     w.pl_n_open[p] -= 1  # the client's end is closed; the row waits for Redis
@@ -679,6 +680,7 @@ def refused(w, r, te):
     I[IN_FLIGHT] -= 1
     I[REQ_REFUSED] += 1
     w.gp_refused[g] += 1
+    groups.failed(w, g, te)
     count(w, WI_REFUSED, te, 1)
     fail_source(w, r, te)
 
@@ -840,6 +842,7 @@ def issue(w, r, te):
         I[IN_FLIGHT] -= 1
         I[REQ_REJECTED] += 1
         w.gp_rejected[w.rq_group[r]] += 1
+        groups.failed(w, w.rq_group[r], te)
         count(w, WI_REJECTED, te, 1)
         finish_source(w, r, te, w.gp_retry_backoff[w.rq_group[r]])
 
@@ -943,6 +946,7 @@ def server_closed(w, c, te):
     I[IN_FLIGHT] -= 1
     I[REQ_FAILED] += 1
     w.gp_failed[w.rq_group[r]] += 1
+    groups.failed(w, w.rq_group[r], te)
     count(w, WI_FAILED, te, 1)
     w.cn_req[c] = -1
     w.cn_srv_closed[c] = 0
@@ -999,6 +1003,7 @@ def _arrival_slot(w, g, te):
     if r < 0:
         I[REQ_REJECTED] += 1
         w.gp_rejected[g] += 1
+        groups.failed(w, g, te)
         count(w, WI_REJECTED, te, 1)
         return -1
     w.rq_pool[r] = first + int(u * nproc)

@@ -191,6 +191,7 @@ from redsim.model.state import (
     T,
 )
 from redsim.model.world import as_world, prefetch
+from redsim.observe import groups
 from redsim.observe.bins import add_interval, count
 
 MAX_ACCEPTS_PER_CALL = 1000
@@ -452,6 +453,7 @@ def read_query_from_client(w, c):
                 w.cn_next_reply[c] = OOM_REPLY_BYTES
                 I[STAT_OOM] += 1
                 w.gp_oom[w.rq_group[w.cn_req[c]]] += 1
+                groups.failed(w, w.rq_group[w.cn_req[c]], F[T])
                 count(w, WI_OOM, F[T], 1)
             else:
                 cpu += call(w, c)

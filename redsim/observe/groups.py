@@ -56,6 +56,9 @@ FIELDS = (
      "each group's completions per window: groups by windows"),
     ("rc", "gw_sum", "f8", "s", "record", "each group's latencies per window, summed, s"),
     ("rc", "gw_max", "f8", "s", "record", "each group's largest latency per window, s"),
+    ("rc", "gw_err", "i8", "-", "record",
+     "each group's failed requests per window: timeouts, refusals at maxclients, closes by "
+     "Redis, the pool's rejections and -OOM replies"),
     ("rc", "gw_p50", "f8", "s", "record", "each group's median latency per window, s (NaN: none)"),
     ("rc", "gw_p99", "f8", "s", "record", "each group's 99th percentile per window, s (NaN: none)"),
 )
@@ -107,6 +110,13 @@ def record(w, g, te, lat):
             w.gp_lat_max[g] = lat
 
 
+@leaf
+def failed(w, g, t):
+    """A request of group g failed at time t (any kind: its window's error count)."""
+    if w.I[GRP_REC]:
+        w.rc_gw_err[g * w.I[N_WIN] + window(w.F, w.I, t)] += 1
+
+
 @step
 def finish(w):
     """Close every group's last window (the run's end)."""
@@ -139,6 +149,7 @@ def configure(b) -> None:
     b.fill("rc", ghist=np.zeros(n * N_BUCKETS, np.int64),
            gwhist=np.zeros(n * N_BUCKETS, np.int64),
            gw_done=np.zeros(n * n_win if rec else 1, np.int64),
+           gw_err=np.zeros(n * n_win if rec else 1, np.int64),
            gw_sum=np.zeros(n * n_win if rec else 1), gw_max=np.zeros(n * n_win if rec else 1),
            gw_p50=np.full(n * n_win if rec else 1, np.nan),
            gw_p99=np.full(n * n_win if rec else 1, np.nan))
