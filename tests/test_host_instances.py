@@ -81,8 +81,8 @@ def test_an_instance_event_runs_on_that_instance_only():
      "instances[1].events[0].at", "an event time"),
     (lambda d: d["instances"][0].pop("clients"), "instances[0].clients", "required"),
     (lambda d: d["instances"][0].update(colour="red"), "instances[0].colour", "a key of"),
-    (lambda d: d["instances"][0]["clients"][0].update(processes=20000),
-     "instances[0].clients", "maxclients"),
+    (lambda d: d["instances"][0]["clients"][0].update(processes=200_000),
+     "instances[0].clients", "at most 1,000,000 connections"),
     (lambda d: d.update(instances=[]), "instances", "at least 1"),
     (lambda d: d["instances"][0].update(name="a b"), "instances[0].name", "letters, digits"),
 ])

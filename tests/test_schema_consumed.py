@@ -37,6 +37,9 @@ READ_OUTSIDE_THE_MODEL = {
     "server.unmodelled": "kept as conf text, warned about by the loader",
     "clients.surge.connections": "expanded by validation into a group of its own "
                                  "(schema._surge_groups)",
+    "engine.cpu.distribution": "read through Cpu.service_dist(), which event_loop.configure "
+                               "calls: a method runs on the model itself, out of the "
+                               "recorder's sight",
     "server.active_defrag_max_scan_fields": "bounds the defrag scan of a big collection; "
                                             "every key is a string (collections: issue #21)",
 }
@@ -115,9 +118,12 @@ def _every_path() -> dict:
             {"name": "looped", "kind": "trace", "trace": trace, "replay": "loop"},
             {"name": "open", "kind": "open", "processes": 3, "mix": {"GET": 1, "SET": 1},
              "profile": [{"at": 0, "rate": 100}, {"at": 0.5, "rate": 300}]},
+            {"name": "phased", "kind": "open", "rate": 100, "mix": {"GET": 1},
+             "phases": [{"at": 0.5, "rate": 200}]},
             {"name": "closed", "processes": 2, "threads": 4, "mix": {"GET": 3, "SET": 1},
              "think": {"distribution": "empirical", "quantiles": {"0.5": "1ms", "1.0": "5ms"}},
              "value-size": {"distribution": "uniform", "min": 10, "max": 100},
+             "phases": [{"at": 0.3, "threads": 2, "think": "2ms"}],
              "keyspace": {"keys": 1000, "distribution": "zipf", "write-once": 0.3,
                           "preload": 0.5, "hot": {"share": 0.1, "keys": 10},
                           "recent": {"probability": 0.2, "window": 10}}},
