@@ -1311,6 +1311,14 @@ class Pool(_Model):
         return self
 
 
+def _increasing_times(steps: list[Any], key: str, what: str) -> None:
+    """Steps whose ``at`` must grow strictly (a profile's, a schedule's phases)."""
+    for i in range(1, len(steps)):
+        if steps[i].at <= steps[i - 1].at:
+            raise BadValue(f"{what} times strictly increasing (after {steps[i - 1].at:g})",
+                           show(steps[i].at), field=(key, i, "at"))
+
+
 class Phase(_Model):
     """From ``at`` (s after the group's start) on, the group runs with these
     settings; the ones a phase leaves out keep their values."""
@@ -1588,10 +1596,8 @@ class ClientGroup(_Model):
 
     def _check_phases(self) -> None:
         phases = self.phases or []
+        _increasing_times(phases, "phases", "phase")
         for i, ph in enumerate(phases):
-            if i and ph.at <= phases[i - 1].at:
-                raise BadValue(f"phase times strictly increasing (after {phases[i - 1].at:g})",
-                               show(ph.at), field=("phases", i, "at"))
             if self.kind == "open":
                 for key in ("threads", "think"):
                     if getattr(ph, key) is not None:
@@ -1689,13 +1695,7 @@ class ClientGroup(_Model):
             if self.profile[0].at != 0:
                 raise BadValue("the first profile step at 0", show(self.profile[0].at),
                                field=("profile", 0, "at"))
-            for i in range(1, len(self.profile)):
-                if self.profile[i].at <= self.profile[i - 1].at:
-                    raise BadValue(
-                        f"profile times strictly increasing (after {self.profile[i - 1].at})",
-                        show(self.profile[i].at),
-                        field=("profile", i, "at"),
-                    )
+            _increasing_times(self.profile, "profile", "profile")
         return self
 
 
