@@ -271,6 +271,8 @@ class Result:
             "connections_refused": int(w.I[S.REQ_REFUSED]),
             "connections_peak": int(w.I[S.CONNECTED_PEAK]),
             "connections_closed_by_server": int(w.I[S.STAT_SERVER_CLOSED]),
+            "io_threaded_reads_processed": int(w.I[S.STAT_IO_READS]),
+            "io_threaded_writes_processed": int(w.I[S.STAT_IO_WRITES]),
             "evicted_clients": int(w.I[S.STAT_EVICTED_CLIENTS]),
             "requests_issued_total": int(w.I[S.REQ_ISSUED]),
             "requests_completed_total": int(w.I[S.REQ_DONE]),

@@ -56,6 +56,10 @@ def test_a_fork_child_takes_the_cores_the_client_and_redis_share():
     # While the child serialises, three threads want the 2 cores: the client
     # thread gets less than a core, and the throughput follows its share -
     # the drop's mechanism: the request rate is the client's rate / client-cpu.
+    # Processor sharing, by hand: the client and the child are always runnable,
+    # Redis a fraction f of the time. With all three runnable each gets 2/3 of
+    # a core, else the client and the child get one each; so Redis gets 2f/3
+    # and the client f*2/3 + (1 - f) = 1 - f/3 = 1 - redis/2.
     sc = load_scenario(changed(
         _group(processes=50), duration=6.0, warmup=0.5, **{"sample-interval": 0.1},
         host={"cores": 2, "network": {"per-rx": 0, "per-tx": 0, "per-interrupt": 0}},
@@ -70,11 +74,39 @@ def test_a_fork_child_takes_the_cores_the_client_and_redis_share():
     assert len(during) >= 5
     cli_before = before["host_cpu_clients"].mean()
     cli_during = during["host_cpu_clients"].mean()
+    redis_during = during["host_cpu_redis"].mean()
     assert cli_before == pytest.approx(1.0, abs=0.03)
-    assert cli_during < 0.8
+    assert redis_during > 0.2  # Redis does compete for the cores
+    assert cli_during == pytest.approx(1.0 - redis_during / 2, abs=0.02)
     ratio = during["requests_per_sec"].mean() / before["requests_per_sec"].mean()
     assert ratio == pytest.approx(cli_during / cli_before, rel=0.05)
     # Every core is accounted for: Redis + client + child + idle = 2.
     used = during[["host_cpu_redis", "host_cpu_clients", "host_cpu_children",
                    "host_cpu_idle"]].sum(axis=1)
     assert used.mean() == pytest.approx(2.0, abs=0.05)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "the model threads 12 % of the writes (live 78 %) and keeps 98 % of its "
+    "throughput (live 64 %): Redis finds 1.4 clients ready per iteration, the "
+    "live server >= 4 in most; its main thread costs 5.8 us per GET here, live "
+    "6.7-7.8 us (issue #19 note)"))
+def test_a_same_host_benchmarks_bursts_start_redis_io_threads():
+    # Live, on the reference 2-vCPU VM (redis-server 7.0.15, redis-benchmark -c 50
+    # -P 1 -t get -n 400000, five alternated pairs, 2026-11-26): io-threads 1 gave
+    # 81.7-92.3K req/s, io-threads 2 54.7-58.3K; per pair the ratio is 0.60-0.67
+    # (mean 0.64), and 310-317K of the 400K replies went through a threaded write
+    # pass (io_threaded_writes_processed: 78-79 %). Mechanism: the benchmark's
+    # thread writes a pass's requests after reading its replies, so Redis finds
+    # 2 x io-threads clients ready at once and writes through its threads; then
+    # the I/O thread spins on a core the client needs. Tolerance ±20 %, as for
+    # the issue's other measured figures.
+    two_cores = {"cores": 2, "network": {"per-rx": 0, "per-tx": 0, "per-interrupt": 0}}
+    base = changed(_group(processes=50), host=two_cores, duration=1.0, warmup=0.2)
+    one = simulate(load_scenario(base), seed=1).summary
+    two = simulate(load_scenario(changed(base, server={"save": "", "io-threads": 2})),
+                   seed=1).summary
+    assert one["io_threaded_writes_processed"] == 0
+    share = two["io_threaded_writes_processed"] / two["requests_completed_total"]
+    assert share == pytest.approx(0.785, rel=0.20)
+    assert two["throughput_rps"] / one["throughput_rps"] == pytest.approx(0.64, rel=0.20)

@@ -52,12 +52,11 @@ def test_the_qos_holds_from_two_instances_on(n):
     assert _run(n)["latency_p99_s"] < 1e-3
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the model's p99 at 4-8 instances is ~0.23 ms, the seed's lowest 0.345 ms: its round "
-    "trips and service times have no jitter (fixed 100 us RTT, fixed costs), so p99 stays "
-    "within a few % of the mean; the seed's client machines and network add spread the "
-    "model does not have (issue #19 note)"))
 def test_p99_is_lowest_around_five_instances_at_0_345_ms():
+    # The spread comes from the round trip's (the scenario's network.rtt, built
+    # from a measured loopback ping-pong, interrupt moderation and the wire):
+    # with a fixed 100 us round trip the clients moved in step and p99 stayed
+    # at ~0.23 ms, within a few % of the mean.
     p99 = {n: _run(n)["latency_p99_s"] for n in (3, 4, 5, 6, 7, 8)}
     best = min(p99, key=p99.get)
     assert 4 <= best <= 6

@@ -845,13 +845,6 @@ class ScenarioEvent(_Model):
         return self
 
 
-class Network(_Model):
-    """The client ↔ server network."""
-
-    rtt: Seconds = 200e-6
-    """Round-trip time, s; each direction takes rtt/2."""
-
-
 # ---------------------------------------------------------------------------------
 # Distributions of times (s) and sizes (bytes).
 
@@ -1276,6 +1269,16 @@ class SizeDist(_Dist):
     def _out(cls, x: float) -> float | int:
         # Sizes read back as whole bytes; only a uniform mean can be fractional.
         return int(x) if x.is_integer() else x
+
+
+class Network(_Model):
+    """The client ↔ server network."""
+
+    rtt: DurationDist = Field(default_factory=lambda: DurationDist.model_validate(200e-6))
+    """Round-trip time, s: a duration, or a distribution of them (for instance
+    ``{distribution: empirical, samples: ping.txt}`` from a ``ping`` or
+    ``redis-cli --latency`` of the real path). Each request's round trip is
+    drawn when it is sent; it goes half out, half back."""
 
 
 # ---------------------------------------------------------------------------------
@@ -2049,7 +2052,7 @@ class Scenario(_Model):
             write = COMMANDS[m.command.upper()].effect == EFFECT_WRITE
             fixed.append(cpu.scale * us * 1e-6 + (fsync_s if write else 0.0))
         per_request_s = cpu.scale * (cpu.iteration + cpu.read + cpu.write) * 1e-6 + min(fixed)
-        cycle = self.network.rtt + per_request_s
+        cycle = self.network.rtt.low + per_request_s
         if cycle < MIN_CYCLE_S:
             raise BadValue("a think time > 0, or requests that take time (network.rtt, "
                            "engine.cpu costs): without either the clock never moves",

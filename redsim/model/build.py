@@ -37,6 +37,7 @@ from redsim.model import (
     locality,
     main_thread,
     memory,
+    network,
     protocol,
     rng,
     rss,
@@ -51,6 +52,7 @@ STEPS = (
     main_thread.configure,  # a core to itself until the host says otherwise
     disk.configure,  # first: its fsync table is the first empirical table
     clients.configure,  # decides conns, slots, pools, groups
+    network.configure,  # needs conns and groups
     client_threads.configure,
     call.configure,
     locality.configure,

@@ -35,14 +35,14 @@ from __future__ import annotations
 
 import math
 
-from redsim.model import client_memory, client_threads, events
+from redsim.model import client_memory, client_threads, events, network
 from redsim.model.jit import entry, leaf, step
 from redsim.model.ring import wrap
 from redsim.model.rng import draw, exponential, uniform
 from redsim.model.sizing import connection_rows, memoryless_group, request_slots
 from redsim.model.state import (
     CONNECTED,
-    EV_ARRIVE,
+    EV_CLI_POLL,
     EV_CLOSED,
     EV_GROUP_OFF,
     EV_GROUP_ON,
@@ -62,7 +62,6 @@ from redsim.model.state import (
     KIND_CLOSED,
     KIND_OPEN,
     KIND_TRACE,
-    LINE_ARRIVE,
     MAX_PASS_REC,
     MAXCLIENTS,
     N_CONNS,
@@ -99,8 +98,6 @@ from redsim.observe.bins import add_interval, count, record_latency
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
 # says what each entry holds: where, name, dtype, unit, kind, doc).
 FIELDS = (
-    ("F", "RTT_HALF", "f8", "s", "config",
-     "half the network round trip (network.rtt / 2): one-way client-server delay, s"),
     ("I", "CONNECTED", "i8", "-", "state", "open connections now (INFO connected_clients)"),
     ("I", "STAT_CONNECTIONS", "i8", "-", "counter",
      "server.stat_numconnections: connections opened since start"),
@@ -415,11 +412,23 @@ def pool_return(w, p, c):
 
 
 @leaf
+def free_row(w, p, c):
+    """Connection row c of pool p may hold a new connection again."""
+    w.pl_free_slots[w.pl_base[p] + w.pl_free_n[p]] = c
+    w.pl_free_n[p] += 1
+
+
+@leaf
 def release_slot(w, p, c):
     """Connection slot c of pool p is closed on the client's side: free for a new one."""
     w.pl_n_open[p] -= 1
-    w.pl_free_slots[w.pl_base[p] + w.pl_free_n[p]] = c
-    w.pl_free_n[p] += 1
+    free_row(w, p, c)
+
+
+@leaf
+def can_open(w, p):
+    """1 if pool p may open another connection: below its max-size, with a free row."""
+    return w.pl_n_open[p] < w.pl_max_size[p] and w.pl_free_n[p] > 0
 
 
 @leaf
@@ -473,7 +482,7 @@ def connect(w, p, r, te):
 @step
 def serve_waiter(w, p, te):
     """A connection of pool p closed: its oldest waiter, if any, gets a new one."""
-    if w.pl_wait_n[p] > 0 and w.pl_n_open[p] < w.pl_max_size[p] and w.pl_free_n[p] > 0:
+    if w.pl_wait_n[p] > 0 and can_open(w, p):
         connect(w, p, pop_waiter(w, p), te)
 
 
@@ -541,7 +550,6 @@ def reap(w, g, te):
 @step
 def send(w, c, r, t_got, t_send):
     """Request r leaves on connection c at t_send (it got the connection at t_got)."""
-    F = w.F
     g = w.rq_group[r]
     w.cn_req[c] = r
     w.cn_cmds_left[c] = w.gp_pipeline[g]
@@ -552,10 +560,7 @@ def send(w, c, r, t_got, t_send):
         # accept and TLS work for it runs at its first read (event_loop.py).
         extra = w.gp_connect_timeout[g] if t_send > t_got else 0.0
         arm(w, c, t_send + w.gp_timeout[g] + extra)
-    if t_send == t_got:
-        events.line_push(w, LINE_ARRIVE, t_send + F[RTT_HALF], c)
-    else:  # after a handshake: out of step with the line
-        events.push(w, t_send + F[RTT_HALF], EV_ARRIVE, c)
+    network.to_server(w, c, t_send, t_send == t_got)  # after a handshake: out of step
 
 
 @step
@@ -609,21 +614,29 @@ def time_out(w, c, te):
     whose read timed out: its reply may still come). Redis keeps the client,
     runs what it has read and frees it when it finds the socket closed
     (``abandoned_freed``); the pool may open another connection at once."""
-    I = w.I
     r = w.cn_req[c]
-    g = w.rq_group[r]
     p = w.cn_pool[c]
-    add_interval(w, W_IN_SYSTEM, w.rq_t_issue[r], te)
-    add_interval(w, W_BUSY_CONNS, w.cn_t_checkout[c], te)
-    I[IN_FLIGHT] -= 1
-    I[REQ_TIMEOUT] += 1
-    w.gp_timeouts[g] += 1
-    groups.failed(w, g, te)
-    count(w, WI_TIMEOUT, te, 1)
+    request_failed(w, r, c, te, REQ_TIMEOUT, w.gp_timeouts, WI_TIMEOUT)
     w.cn_abandoned[c] = 1
     w.pl_n_open[p] -= 1  # the client's end is closed; the row waits for Redis
     serve_waiter(w, p, te)
     fail_source(w, r, te)
+
+
+@step
+def request_failed(w, r, c, te, stat, per_group, window):
+    """Request r (on connection c, or -1 if it had none) failed at te: it leaves
+    the system and counts once as its kind of error — the run's counter ``I[stat]``,
+    its group's ``per_group`` and the window series ``window``."""
+    g = w.rq_group[r]
+    add_interval(w, W_IN_SYSTEM, w.rq_t_issue[r], te)
+    if c >= 0:
+        add_interval(w, W_BUSY_CONNS, w.cn_t_checkout[c], te)
+    w.I[IN_FLIGHT] -= 1
+    w.I[stat] += 1
+    per_group[g] += 1
+    groups.failed(w, g, te)
+    count(w, window, te, 1)
 
 
 @step
@@ -639,8 +652,7 @@ def abandoned_freed(w, c, te, server_closed_it):
     else:
         server_frees(w, c, te)
     p = w.cn_pool[c]
-    w.pl_free_slots[w.pl_base[p] + w.pl_free_n[p]] = c
-    w.pl_free_n[p] += 1
+    free_row(w, p, c)
     serve_waiter(w, p, te)
 
 
@@ -674,14 +686,7 @@ def fail_source(w, r, te):
 @step
 def refused(w, r, te):
     """The maxclients error for request r's connection reached the client at te."""
-    I = w.I
-    g = w.rq_group[r]
-    add_interval(w, W_IN_SYSTEM, w.rq_t_issue[r], te)
-    I[IN_FLIGHT] -= 1
-    I[REQ_REFUSED] += 1
-    w.gp_refused[g] += 1
-    groups.failed(w, g, te)
-    count(w, WI_REFUSED, te, 1)
+    request_failed(w, r, -1, te, REQ_REFUSED, w.gp_refused, WI_REFUSED)
     fail_source(w, r, te)
 
 
@@ -827,7 +832,7 @@ def issue(w, r, te):
     c = pool_checkout(w, p)
     if c >= 0:
         send_on(w, c, r, te)
-    elif w.pl_n_open[p] < w.pl_max_size[p] and w.pl_free_n[p] > 0:
+    elif can_open(w, p):
         connect(w, p, r, te)  # the handshake's round trip(s) before it is sent
     elif w.pl_wait_n[p] < w.gp_max_waiters[w.rq_group[r]]:
         w.rq_next[r] = -1
@@ -839,11 +844,7 @@ def issue(w, r, te):
         w.pl_wait_n[p] += 1
     else:
         # The pool's wait queue is full: the client gives up on this request.
-        I[IN_FLIGHT] -= 1
-        I[REQ_REJECTED] += 1
-        w.gp_rejected[w.rq_group[r]] += 1
-        groups.failed(w, w.rq_group[r], te)
-        count(w, WI_REJECTED, te, 1)
+        request_failed(w, r, -1, te, REQ_REJECTED, w.gp_rejected, WI_REJECTED)
         finish_source(w, r, te, w.gp_retry_backoff[w.rq_group[r]])
 
 
@@ -936,18 +937,11 @@ def server_closed(w, c, te):
     the EOF reaches the client at te. The request fails; the client closes its
     end, which frees the pool's slot for a waiter, and the source tries again
     after its group's ``retry-backoff``."""
-    I = w.I
     if w.cn_abandoned[c]:  # its client had given up on it already
         abandoned_freed(w, c, te, True)
         return
     r = w.cn_req[c]
-    add_interval(w, W_IN_SYSTEM, w.rq_t_issue[r], te)
-    add_interval(w, W_BUSY_CONNS, w.cn_t_checkout[c], te)
-    I[IN_FLIGHT] -= 1
-    I[REQ_FAILED] += 1
-    w.gp_failed[w.rq_group[r]] += 1
-    groups.failed(w, w.rq_group[r], te)
-    count(w, WI_FAILED, te, 1)
+    request_failed(w, r, c, te, REQ_FAILED, w.gp_failed, WI_FAILED)
     w.cn_req[c] = -1
     w.cn_srv_closed[c] = 0
     p = w.cn_pool[c]
@@ -1086,11 +1080,13 @@ def handle_event(w, kind, ident, te):
         if w.cn_abandoned[ident]:  # the reply of a request that timed out
             abandoned_freed(w, ident, te, False)
         elif w.gp_cli_cpu[g] > 0.0:  # a client thread on the host reads it first
-            events.push(w, client_threads.read_reply(w, g, ident, te), EV_REPLY_READ, ident)
+            client_threads.reply_in(w, g, ident, te)
         else:
             complete(w, ident, te)
     elif kind == EV_REPLY_READ:
         complete(w, ident, te)
+    elif kind == EV_CLI_POLL:
+        client_threads.poll(w, ident, te)
     elif kind == EV_ISSUE:
         if w.rq_active[ident]:
             if may_send(w, ident):

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 
-from redsim.model import client_close, client_memory
+from redsim.model import client_close, client_memory, network
 from redsim.model.jit import step
 from redsim.model.state import (
     CC_CURSOR,
@@ -48,7 +48,6 @@ from redsim.model.state import (
     MEM_CLIENTS_INFO,
     N_CONNS,
     REDIS_62,
-    RTT_HALF,
     T,
 )
 
@@ -71,7 +70,7 @@ def handle_timeout(w, c):
     if I[MAXIDLE] == 0 or w.cn_req[c] >= 0:
         return False
     # lastinteraction: the reply's write, half an RTT before the client had it.
-    last = w.cn_t_idle[c] - F[RTT_HALF]
+    last = w.cn_t_idle[c] - network.half(w, c)
     if math.floor(F[T]) - math.floor(last) <= I[MAXIDLE]:
         return False
     client_close.free_client(w, c)  # idle: its client finds out at the next checkout

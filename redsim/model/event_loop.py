@@ -80,7 +80,15 @@ timer due exactly at a poll runs after that poll's file events.
 
 from __future__ import annotations
 
-from redsim.model import client_close, client_memory, clients_cron, events, io_threads, netstack
+from redsim.model import (
+    client_close,
+    client_memory,
+    clients_cron,
+    events,
+    io_threads,
+    netstack,
+    network,
+)
 from redsim.model.admin import admin_command
 from redsim.model.aof import aof_cron, flush_append_only_file
 from redsim.model.arena import decay_cron
@@ -133,7 +141,6 @@ from redsim.model.state import (
     DYN_HZ,
     EV_ARRIVE,
     EV_PARSED,
-    EV_REPLY,
     EV_TIMER,
     FORK_REQ,
     HZ,
@@ -144,7 +151,6 @@ from redsim.model.state import (
     IO_READ_N,
     IO_SLOW,
     KIND_TRACE,
-    LINE_REPLY,
     LRU_CLOCK,
     MAXMEMORY,
     N_CONNS,
@@ -163,7 +169,6 @@ from redsim.model.state import (
     RET_REFILL,
     RET_STOP,
     RNG_LOW,
-    RTT_HALF,
     SERVICE_STREAM,
     STAT_COMMANDS,
     STAT_OOM,
@@ -543,10 +548,8 @@ def write_to_client(w, c):
         # The request's last reply byte left: it reaches the client half an RTT later.
         add_interval(w, W_IN_SERVER, w.cn_t_arrive[c], F[T])
         w.cn_t_arrive[c] = -1.0  # left the server; `finish` must not count it again
-        if I[IO_PHASE]:  # the threads' replies leave out of order: the wheel sorts them
-            events.push(w, F[T] + F[RTT_HALF], EV_REPLY, c)
-        else:
-            events.line_push(w, LINE_REPLY, F[T] + F[RTT_HALF], c)
+        # The threads' replies leave out of order (IO_PHASE): the wheel sorts them.
+        network.to_client(w, c, F[T], not I[IO_PHASE])
     return True
 
 
@@ -853,7 +856,6 @@ def configure(b) -> None:
     sc = b.scenario
     server, cpu = sc.server, sc.engine.cpu
     b.F[S.WARMUP] = sc.warmup
-    b.F[S.RTT_HALF] = sc.network.rtt / 2.0
     for idx, v in ((S.C_ITER, cpu.iteration), (S.C_WAKE, cpu.wakeup), (S.C_READ, cpu.read),
                    (S.C_READ_B, cpu.read_per_byte), (S.C_WRITE, cpu.write),
                    (S.C_WRITE_B, cpu.write_per_byte), (S.C_ACCEPT, cpu.accept),

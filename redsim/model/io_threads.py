@@ -121,10 +121,18 @@ from redsim.model.state import (
     IO_SLOW,
     IO_THREADS,
     PW_N,
+    STAT_IO_READS,
+    STAT_IO_WRITES,
     T,
 )
 
 FIELDS = (
+    ("I", "STAT_IO_READS", "i8", "-", "counter",
+     "server.stat_io_reads_processed: clients read in threaded read passes (INFO "
+     "io_threaded_reads_processed)"),
+    ("I", "STAT_IO_WRITES", "i8", "-", "counter",
+     "server.stat_io_writes_processed: clients written in threaded write passes, the main "
+     "thread's share included (INFO io_threaded_writes_processed)"),
     ("I", "IO_THREADS", "i8", "-", "config",
      "io-threads: threads doing reads and writes, the main thread included"),
     ("I", "IO_DO_READS", "i8", "-", "config", "io-threads-do-reads: 1 = reads threaded too"),
@@ -183,6 +191,7 @@ def start_pass(w):
     for th in range(w.I[IO_THREADS]):
         w.io_clock[th] = w.F[T]
     w.I[IO_PHASE] = 1
+    w.I[STAT_IO_WRITES] += w.I[PW_N]
 
 
 @leaf
@@ -236,6 +245,7 @@ def postpone_read(w, cost):
     F[IO_READ_SUM] += threaded
     F[IO_READ_MAX] = max(F[IO_READ_MAX], threaded)
     w.I[IO_READ_N] += 1
+    w.I[STAT_IO_READS] += 1
     return poll + F[C_HANDOFF] * (nth - 1) / nth
 
 

@@ -241,7 +241,7 @@ def server_seeds(seed: int) -> tuple[int, int]:
 
 def configure(b) -> None:
     """The random streams (one for service noise, ``STREAMS_PER_GROUP`` per
-    group) and their buffers.
+    group, then the network's when its round trip is drawn) and their buffers.
 
     One iteration can draw a few numbers per ready connection and per command,
     and one poll a few per source; a buffer twice that keeps refills between
@@ -253,7 +253,12 @@ def configure(b) -> None:
     C, G = b.size["conns"], b.size["groups"]
     need = 8 * (C * b.size["max_pipeline"] + b.size["timed"]) + 4096
     size = 1 << max(16, int(math.ceil(math.log2(need))))
-    streams = RandomStreams(b.seed, 1 + S.STREAMS_PER_GROUP * G, size)
+    from redsim.model import network
+
+    # A stream's seed depends on its index only (SeedSequence.spawn), so the
+    # network's stream, last, leaves every other stream's numbers as they were.
+    n = 1 + S.STREAMS_PER_GROUP * G + network.streams(b.scenario)
+    streams = RandomStreams(b.seed, n, size)
     b.fill("rg", buf=streams.buf, pos=streams.pos)
     b.I[S.RNG_SIZE] = size
     b.extra["streams"] = streams

@@ -43,7 +43,8 @@ from redsim.model import layout as _layout
 # read in this order, which is the layout's; nothing is counted by hand.
 OWNERS = (
     "model.main_thread", "model.netstack", "model.io_threads", "model.event_loop",
-    "model.clients", "model.client_threads", "model.client_memory", "model.clients_cron",
+    "model.clients", "model.network", "model.client_threads", "model.client_memory",
+    "model.clients_cron",
     "model.client_close", "model.client_eviction", "model.protocol",
     "model.call", "model.locality", "model.db", "model.objects", "model.arena", "model.nonfull",
     "model.tcache", "model.rss",
@@ -121,6 +122,7 @@ EV_GROUP_OFF = 13  # a group with stop or surge stops sending (clients.group_off
 EV_GROUP_ON = 14  # a surging group starts its next surge (clients.group_on)
 EV_RAMP = 15  # the next thread of a memoryless group's ramp starts (clients.ramp_step)
 EV_PHASE = 16  # a group's next phase starts (clients.phase_step)
+EV_CLI_POLL = 17  # a same-host client thread's epoll_wait returns (client_threads.poll)
 
 # Delay lines: events that happen a fixed delay after a clock that never goes
 # back are born in time order, so they queue in a FIFO ring instead of the heap.

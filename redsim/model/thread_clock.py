@@ -1,8 +1,9 @@
-"""The clock of a thread other than the main one: an I/O thread or a client's.
+"""The clock of a thread other than the main one: an I/O thread.
 
 No Redis source: the simulator's account of a helper thread that serves its
-work in order (Redis 8's I/O threads, ``io_threads.py``; a same-host client's
-threads, ``client_threads.py``). Each thread is one server with a clock (when
+work in order (Redis 8's I/O threads, ``io_threads.py``; a same-host
+client's threads batch their work in passes instead, ``client_threads.py``).
+Each thread is one server with a clock (when
 it is next free): work ready at t starts at t or when the thread is free,
 whichever is later; a thread idle by then slept in ``epoll_wait`` and pays a
 wake-up first; its CPU takes ``slow`` wall s per CPU s (the share of a core
