@@ -40,6 +40,10 @@ Simplifications, each stated:
   starting) is felt by the others one window late.
 - Equal weights (all threads nice 0), no cache or NUMA effects of migrating
   between cores, no SMT (a core is a core).
+- Redis's bio threads are not threads here: the AOF fsync job and the closing
+  of old files spend their time blocked on the device in ``fdatasync`` and
+  ``close``, not on a core (the CPU of a call is microseconds). The one that
+  burns CPU, lazyfree, is not modelled yet.
 """
 
 from __future__ import annotations

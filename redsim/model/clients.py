@@ -1084,6 +1084,7 @@ def handle_event(w, kind, ident, te):
         else:
             complete(w, ident, te)
     elif kind == EV_REPLY_READ:
+        client_threads.written(w, w.cn_group[ident])
         complete(w, ident, te)
     elif kind == EV_CLI_POLL:
         client_threads.poll(w, ident, te)
