@@ -89,12 +89,11 @@ def test_a_fork_child_takes_the_cores_the_client_and_redis_share():
 @pytest.mark.xfail(strict=True, reason=(
     "the model threads 0.1 % of the writes (live 78 %) and keeps all its "
     "throughput (live 64 %): Redis finds 1.4 clients ready per iteration, the live "
-    "server >= 4 in most. Its CPU per GET matches (model 7.6 us, live 6.7-7.8) but "
-    "not where it goes: perf puts 61 % of the live main thread in write() (4.8 us: "
-    "on loopback it runs the client's TCP input and wake-up), so it serves a "
-    "request about as fast as the client's writes come (~7.7 us apart) and falls "
-    "behind into batches; the model writes in 2.25 us, sleeps, and pays its "
-    "16.7 us wake-up after the poll returned (issue #19 note)"))
+    "server >= 4 in most. Its CPU per GET matches (model 7.6 us, live 6.7-7.8), but "
+    "perf puts 61 % of the live main thread in write() (4.8 us on loopback, the "
+    "model's 2.25). Neither that write cost nor collecting the poll's ready list "
+    "after the wake-up (both tried) lifts the model past 1.6 clients per "
+    "iteration: what makes the live batches is not found yet (issue #19 note)"))
 def test_a_same_host_benchmarks_bursts_start_redis_io_threads():
     # Live, on the reference 2-vCPU VM (redis-server 7.0.15, redis-benchmark -c 50
     # -P 1 -t get -n 400000, five alternated pairs, 2026-11-26): io-threads 1 gave
