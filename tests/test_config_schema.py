@@ -76,7 +76,7 @@ def test_empty_scenario_defaults() -> None:
         "scenario", "7.2", 60.0, 0.0, 0,
     )
     assert sc.sample_interval == 1.0
-    assert sc.network.rtt == 200e-6
+    assert sc.network.rtt.kind == "fixed" and sc.network.rtt.mean == 200e-6
     assert sc.engine.reply_batching is True
     assert sc.engine.cpu.read == 1.50 and sc.engine.cpu.write == 2.25  # reference host
     assert sc.engine.cpu.distribution == "fixed"
@@ -133,7 +133,7 @@ def test_units_everywhere() -> None:
     assert sc.server.latency_monitor_threshold == 1000  # ms
     assert sc.server.client_query_buffer_limit == 2 * MB
     assert (sc.engine.cpu.read, sc.engine.cpu.cron, sc.engine.cpu.iteration) == (1.0, 50.0, 0.8)
-    assert sc.network.rtt == 0.001
+    assert sc.network.rtt.mean == 0.001
     g = sc.clients[0]
     assert g.rate == 25000.0 and g.value_size.mean == 2048 and g.pool.idle_timeout == 30.0
     assert g.mix[0].command == "SET" and g.mix[0].ttl == 14 * 86400
