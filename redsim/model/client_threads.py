@@ -53,7 +53,7 @@ Simplifications:
 
 from __future__ import annotations
 
-from redsim.model import events
+from redsim.model import events, linked_fifo
 from redsim.model.jit import leaf, step
 from redsim.model.state import C_WAKE, CLI_BUSY, CLI_SLOW, EV_CLI_POLL, EV_REPLY_READ
 
@@ -90,13 +90,7 @@ def reply_in(w, g, c, te):
     for its thread's next poll, which a sleeping thread makes after waking."""
     F = w.F
     th = w.gp_cli_first[g] + c % w.gp_cli_n[g]
-    w.cn_cli_next[c] = -1
-    if w.ct_q_n[th] == 0:
-        w.ct_q_head[th] = c
-    else:
-        w.cn_cli_next[w.ct_q_tail[th]] = c
-    w.ct_q_tail[th] = c
-    w.ct_q_n[th] += 1
+    linked_fifo.append(w.cn_cli_next, w.ct_q_head, w.ct_q_tail, w.ct_q_n, th, c)
     if w.ct_poll[th]:
         return  # the pending poll will return it too
     w.ct_poll[th] = 1

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 
-from redsim.model import client_memory, client_threads, events, network
+from redsim.model import client_memory, client_threads, events, linked_fifo, network
 from redsim.model.jit import entry, leaf, step
 from redsim.model.ring import wrap
 from redsim.model.rng import draw, exponential, uniform
@@ -835,13 +835,7 @@ def issue(w, r, te):
     elif can_open(w, p):
         connect(w, p, r, te)  # the handshake's round trip(s) before it is sent
     elif w.pl_wait_n[p] < w.gp_max_waiters[w.rq_group[r]]:
-        w.rq_next[r] = -1
-        if w.pl_wait_n[p] == 0:
-            w.pl_wait_head[p] = r
-        else:
-            w.rq_next[w.pl_wait_tail[p]] = r
-        w.pl_wait_tail[p] = r
-        w.pl_wait_n[p] += 1
+        linked_fifo.append(w.rq_next, w.pl_wait_head, w.pl_wait_tail, w.pl_wait_n, p, r)
     else:
         # The pool's wait queue is full: the client gives up on this request.
         request_failed(w, r, -1, te, REQ_REJECTED, w.gp_rejected, WI_REJECTED)
