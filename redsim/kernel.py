@@ -154,6 +154,27 @@ class Kernel:
         if self.child_serialising:
             self.world.F[S.CHILD_NEXT] += lost
 
+    @property
+    def lazyfree_running(self) -> bool:
+        """The lazyfree thread has jobs it has not finished (it is CPU-bound)."""
+        w = self.world
+        return bool(w.I[S.LF_N] > 0 and w.F[S.LF_FREE_AT] > w.F[S.T])
+
+    def delay_lazyfree(self, lost: float) -> None:
+        """The lazyfree thread got ``lost`` s less CPU than its wall time: its
+        current job ends that much later, and every queued job starts and ends
+        that much later (``lazyfree.py``'s timeline is CPU-bound)."""
+        w = self.world
+        now = w.F[S.T]
+        cap, first = int(w.I[S.LF_CAP]), int(w.I[S.LF_FIRST])
+        for j in range(int(w.I[S.LF_N])):
+            cid = w.lf_job[(first + j) % cap]
+            if w.cl_t0[cid] > now:
+                w.cl_t0[cid] += lost
+            w.cl_t1[cid] += lost
+        if w.I[S.LF_N] > 0:
+            w.F[S.LF_FREE_AT] += lost
+
     def allocator(self) -> dict[str, Any]:
         """The arena now: per small class, regions and slabs in use, full and partly
         used (``arena.slab_table``), and each slab's share of regions in use."""

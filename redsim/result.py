@@ -295,6 +295,8 @@ class Result:
             "keyspace_misses": int(w.I[S.STAT_MISSES]),
             "expired_keys": int(w.I[S.STAT_EXPIRED]),
             "evicted_keys": int(w.I[S.STAT_EVICTED]),
+            "lazyfreed_objects": int(w.I[S.STAT_LAZYFREED]),
+            "lazyfree_pending_objects_end": int(w.I[S.LF_N]),
             "expired_time_cap_reached_count": int(w.I[S.STAT_EXPIRE_CAPPED]),
             "oom_rejected": int(w.I[S.STAT_OOM]),
             "active_defrag_hits": int(w.I[S.STAT_DF_HITS]),
@@ -430,7 +432,7 @@ class Result:
         if "used_memory" in ts and self.scenario.server.maxmemory:
             figures.append(("cycles.png", lambda path: plots.plot_cycles(
                 ts, path, cycles, title=f"{title}: the eviction cycle")))
-        if any(ev.do in ("populate", "del", "flushall", "memory-purge", "config-set")
+        if any(ev.do in ("populate", "del", "unlink", "flushall", "memory-purge", "config-set")
                for ev in self.scenario.events) or (
                    "cpu_defrag" in ts and bool((ts["cpu_defrag"] > 0).any())):
             marks = [(float(ev.at), ev.do) for ev in self.scenario.events]
@@ -588,6 +590,8 @@ def _memory_columns(ts: pd.DataFrame, wi: np.ndarray, scenario, length: np.ndarr
     ts["expired_keys"] = np.cumsum(wi[S.WI_EXPIRED])
     ts["expired_per_sec"] = wi[S.WI_EXPIRED] / length
     ts["evicted_keys"] = np.cumsum(wi[S.WI_EVICTED])
+    ts["lazyfree_pending_objects"] = wi[S.WI_LF_PENDING]
+    ts["lazyfreed_objects"] = np.cumsum(wi[S.WI_LAZYFREED])
     ts["evicted_per_sec"] = wi[S.WI_EVICTED] / length
     ts["oom_rejected_per_sec"] = wi[S.WI_OOM] / length
     # Persistence (INFO persistence), gauges at each window's end.

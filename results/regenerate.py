@@ -87,6 +87,8 @@ RUNS = [
     RunResult("reconnect-storm", "reconnect-storm.yaml"),
     RunResult("reconnect-storm-long-timeout", "reconnect-storm-long-timeout.yaml"),
     RunResult("client-surge", "client-surge.yaml"),
+    RunResult("big-key-delete", "big-key-delete.yaml"),
+    RunResult("keys-command", "keys-command.yaml"),
 ]
 PERSISTENCE = [
     RunResult(f"s2-aof-fsync/{n}", f"{n}.yaml")

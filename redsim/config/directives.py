@@ -118,8 +118,26 @@ MODELLED_DIRECTIVES: frozenset[str] = frozenset(
         "active-defrag-cycle-min",
         "active-defrag-cycle-max",
         "active-defrag-max-scan-fields",
+        "hash-max-listpack-entries",
+        "hash-max-listpack-value",
+        "set-max-intset-entries",
+        "set-max-listpack-entries",
+        "set-max-listpack-value",
+        "zset-max-listpack-entries",
+        "zset-max-listpack-value",
+        "list-max-listpack-size",
     }
 )
+
+DIRECTIVE_ALIASES: dict[str, str] = {
+    "hash-max-ziplist-entries": "hash-max-listpack-entries",
+    "hash-max-ziplist-value": "hash-max-listpack-value",
+    "zset-max-ziplist-entries": "zset-max-listpack-entries",
+    "zset-max-ziplist-value": "zset-max-listpack-value",
+    "list-max-ziplist-size": "list-max-listpack-size",
+}
+"""Old names Redis 7 still accepts for a modelled directive (``src/config.c``'s
+alias column): a scenario or redis.conf may use either."""
 
 # Directives whose arguments are a list (config.c's MULTI_ARG_CONFIG flag, plus the
 # ones loadServerConfigFromString parses itself). Every other directive takes
@@ -376,9 +394,7 @@ REDIS_DEFAULTS: dict[str, str] = {
 }
 
 NOT_YET_MODELLED: dict[str, str] = {
-    "lazyfree-lazy-expire": "expired keys are freed on the main thread (no lazyfree thread)",
     "lazyfree-lazy-server-del": "overwritten keys are freed on the main thread",
-    "lazyfree-lazy-user-del": "DEL frees on the main thread",
 }
 """Directives of ``MODELLED_DIRECTIVES`` that are checked and documented like the
 others but not modelled yet, with what the model does instead: a value other than

@@ -26,7 +26,12 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
-from redsim.config.directives import ANSWER_CHANGING, MODELLED_DIRECTIVES, NOT_YET_MODELLED
+from redsim.config.directives import (
+    ANSWER_CHANGING,
+    DIRECTIVE_ALIASES,
+    MODELLED_DIRECTIVES,
+    NOT_YET_MODELLED,
+)
 from redsim.config.errors import (
     BadValue,
     ScenarioError,
@@ -530,6 +535,7 @@ def _merge_redis_conf(data: dict[Any, Any], base: Path, ctx: _Context) -> None:
     merged: dict[Any, Any] = {}
     unmodelled: dict[str, str] = {}
     for name, directive in directives.items():
+        name = DIRECTIVE_ALIASES.get(name, name)  # hash-max-ziplist-* and the like
         if name in own:
             continue
         ctx.conf[name] = (directive.file, directive.line)

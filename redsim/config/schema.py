@@ -35,7 +35,11 @@ from pydantic import (
     model_validator,
 )
 
-from redsim.config.directives import KNOWN_REDIS_DIRECTIVES, MODELLED_DIRECTIVES
+from redsim.config.directives import (
+    DIRECTIVE_ALIASES,
+    KNOWN_REDIS_DIRECTIVES,
+    MODELLED_DIRECTIVES,
+)
 from redsim.config.errors import BadValue, did_you_mean, show, show_path
 from redsim.config.redis_conf import quote_arg
 from redsim.config.units import (
@@ -109,6 +113,17 @@ def _hz(v: Any) -> int:
     return min(max(parse_int(v, minimum=0), CONFIG_MIN_HZ), CONFIG_MAX_HZ)
 
 
+def _big_key_name(v: Any) -> str:
+    if not isinstance(v, str) or not v.strip():
+        raise BadValue("a key name (a non-empty string)", show(v))
+    return v
+
+
+def _list_size(v: Any) -> int:
+    # quicklistSetFill clamps: below -5 is -5 (64 KB nodes), above 32768 is 32768.
+    return min(max(parse_int(v), -5), 1 << 15)
+
+
 Bool = Annotated[bool, _v(parse_bool)]
 Bytes = Annotated[int, _v(parse_size)]
 Seconds = Annotated[float, _v(parse_duration)]
@@ -160,13 +175,14 @@ EvictionPolicy = Literal[
 AppendFsync = Literal["always", "everysec", "no"]
 Thp = Literal["always", "madvise", "never"]
 ThpCow = Literal["split", "copy-huge"]
-EventAction = Literal["bgsave", "bgrewriteaof", "populate", "del", "flushall", "memory-purge",
-                      "config-set"]
+EventAction = Literal["bgsave", "bgrewriteaof", "populate", "del", "unlink", "flushall",
+                      "memory-purge", "config-set"]
 RUNTIME_SETTABLE = frozenset({
     "activedefrag", "active-defrag-ignore-bytes", "active-defrag-threshold-lower",
     "active-defrag-threshold-upper", "active-defrag-cycle-min", "active-defrag-cycle-max"})
 """Directives a ``config-set`` event may change (``model/defrag.py``'s ``SETTABLE``)."""
 DelPattern = Literal["odd", "even", "every", "random", "first"]
+CollectionType = Literal["hash", "set", "zset", "list"]
 RedisVersion = Literal["6.2", "7.0", "7.2"]
 ServiceDistribution = Literal["fixed", "exponential"]
 ClientKind = Literal["closed", "open", "trace"]
@@ -340,13 +356,30 @@ class Server(_Model):
     lazyfree_lazy_eviction: Bool = False
     """Free evicted keys on the lazyfree thread (``model/eviction.py``)."""
     lazyfree_lazy_expire: Bool = False
-    """Free expired keys on the lazyfree thread. Checked, not modelled yet (no
-    lazyfree thread; ``yes`` warns)."""
+    """Free expired keys' big values on the lazyfree thread (``model/lazyfree.py``)."""
     lazyfree_lazy_server_del: Bool = False
     """Free keys a command overwrites or deletes implicitly on the lazyfree
-    thread. Checked, not modelled yet (``yes`` warns)."""
+    thread. Checked, not modelled yet (``yes`` warns): redsim's commands never
+    overwrite a collection."""
     lazyfree_lazy_user_del: Bool = False
-    """DEL as UNLINK. Checked, not modelled yet (``yes`` warns)."""
+    """DEL as UNLINK: big values go to the lazyfree thread (``model/lazyfree.py``)."""
+    hash_max_listpack_entries: NonNegInt = 512
+    """A hash with more fields is a hashtable (alias ``hash-max-ziplist-entries``)."""
+    hash_max_listpack_value: NonNegInt = 64
+    """A hash with a longer field or value is a hashtable, bytes."""
+    set_max_intset_entries: NonNegInt = 512
+    """A set of integers with more members is a hashtable."""
+    set_max_listpack_entries: NonNegInt = 128
+    """7.2: a set of strings with more members is a hashtable (7.0 has no listpack sets)."""
+    set_max_listpack_value: NonNegInt = 64
+    """7.2: a set with a longer member is a hashtable, bytes."""
+    zset_max_listpack_entries: NonNegInt = 128
+    """A sorted set with more members is a skiplist (alias ``zset-max-ziplist-entries``)."""
+    zset_max_listpack_value: NonNegInt = 64
+    """A sorted set with a longer member is a skiplist, bytes."""
+    list_max_listpack_size: Annotated[int, _v(_list_size)] = -2
+    """A list's node (quicklist) limit: −1 … −5 for 4, 8, 16, 32, 64 KB, or a
+    positive count of elements per node (alias ``list-max-ziplist-size``)."""
     lfu_log_factor: Annotated[int, _v(parse_int, minimum=0, maximum=INT_MAX)] = 10
     lfu_decay_time: Annotated[int, _v(parse_int, minimum=0, maximum=INT_MAX)] = 1
     """Minutes per LFU counter decrement; 0 = never decay."""
@@ -428,6 +461,8 @@ class Server(_Model):
         moved: dict[Any, Any] = {}
         for key, value in data.items():
             name = _directive(key)
+            if name in DIRECTIVE_ALIASES:  # an old name of a modelled directive
+                key = name = DIRECTIVE_ALIASES[name]
             if key not in keys and name not in MODELLED_DIRECTIVES and _known_directive(name):
                 moved[name] = value
             else:
@@ -610,6 +645,21 @@ class Cpu(_Model):
     commands (valkey.io, "Unlock 1 Million RPS", 2024-08-05), at ~780K SET/s
     before its prefetching (part 2): 0.2 / 0.8 × 1.28 µs ≈ 0.32 µs per request
     on Graviton 3."""
+    free_alloc: CostUs = 0.09
+    """Freeing one allocation of a collection (``decrRefCount`` walking a
+    hashtable's entries, a skiplist's nodes, a quicklist's nodes), on the main
+    thread or the lazyfree thread, µs (``model/lazyfree.py``). The reference
+    host's DEL of a 1M-field hash, 3 allocations per field: 269 ms, 90 ns each
+    (``results/calibration/reference-host/collections``). The same host
+    measured 97 ns for a 1M-member set, 74 for a 1M-element list's nodes, 40
+    for a 1M-member sorted set (its skiplist walked in allocation order) and
+    157 for a 513 MB hash (page walks): calibrate to your values' sizes."""
+    lazyfree_job: CostUs = 20.0
+    """Queueing one value for the lazyfree thread (``bioCreateLazyFreeJob``: an
+    allocation, a mutex and a condition-variable signal that wakes the bio
+    thread), main thread, µs. The reference host's UNLINK of big values: 8–42
+    µs in ``INFO commandstats``, median 24 µs over 25 (the same figure as
+    redisgate.jp's 25 µs)."""
     expire_sample: CostUs = 0.15
     """activeExpireCycle, per key looked at, µs."""
     expire_delete: CostUs = 2.0
@@ -772,15 +822,47 @@ class Host(_Model):
         return self
 
 
+class BigKey(_Model):
+    """A collection in the dataset from the start: ``{name: big:hash, type: hash,
+    elements: 1M, member-size: 10, value-size: 20}`` (``model/bigkeys.py``). Its
+    encoding, bytes and free cost follow from the elements and the server's
+    ``*-max-listpack-*`` thresholds (``model/encoding.py``)."""
+
+    name: Annotated[str, _v(_big_key_name)]
+    """The key's name (what ``del`` and ``unlink`` events call it)."""
+    type: Annotated[CollectionType, _literal(CollectionType)]
+    """hash, set, zset (sorted set) or list."""
+    elements: Annotated[int, _v(parse_int, minimum=1, maximum=1 << 32)]
+    """Fields (hash), members (set, zset) or elements (list)."""
+    member_size: Annotated[int, _v(parse_int, minimum=1, maximum=1 << 20)] = 10
+    """Bytes of each hash field, set or sorted-set member, or list element."""
+    value_size: Annotated[int | None, _v(_optional(partial(parse_int, minimum=0,
+                                                           maximum=1 << 20)))] = None
+    """hash: bytes of each field's value (default 20)."""
+    integers: Bool = False
+    """set: its members are integers (an intset while few enough)."""
+
+    @model_validator(mode="after")
+    def _check(self) -> BigKey:
+        if self.value_size is not None and self.type != "hash":
+            raise BadValue("no value-size but for a hash (its fields' values)",
+                           show(self.value_size), field=("value-size",))
+        if self.integers and self.type != "set":
+            raise BadValue("integers only for a set", "yes", field=("integers",))
+        return self
+
+
 class ScenarioEvent(_Model):
     """Something done to the server at a given time: ``{at: 30s, do: bgsave}``,
     ``{at: 0s, do: populate, keys: 100000, value-size: 1kb}``,
-    ``{at: 10s, do: del, pattern: odd}`` (``model/admin.py``)."""
+    ``{at: 10s, do: del, pattern: odd}``, ``{at: 20s, do: unlink, key: big:hash}``
+    (``model/admin.py``)."""
 
     at: Seconds
     do: Annotated[EventAction, _literal(EventAction)]
     """bgsave, bgrewriteaof, populate (DEBUG POPULATE keys key value-size: keys
-    ``key:0`` .. ``key:<keys-1>``), del (DEL of the keys a pattern picks), flushall,
+    ``key:0`` .. ``key:<keys-1>``), del (DEL of the keys a pattern picks, or of one
+    of ``big-keys`` by its ``key``), unlink (UNLINK of a big key), flushall,
     memory-purge, or config-set (CONFIG SET of the directives under ``config``);
     run as the command would be."""
     keys: Annotated[int, _v(parse_int, minimum=1)] | None = None
@@ -797,6 +879,8 @@ class ScenarioEvent(_Model):
     fraction: Annotated[float, _v(parse_float, minimum=0, maximum=1)] | None = None
     """del with pattern random: each key's probability of deletion; with first: the
     share of the keys deleted."""
+    key: str | None = None
+    """del or unlink: the name of one of the scenario's ``big-keys``."""
     group: str | None = None
     """del: a client group whose key ids (number i = key id i) the pattern picks from;
     by default the populated keys (``key:<i>`` is number i)."""
@@ -809,15 +893,16 @@ class ScenarioEvent(_Model):
     @model_validator(mode="after")
     def _check(self) -> ScenarioEvent:
         need: dict[str, tuple[str, ...]] = {
-            "populate": ("keys", "value_size"), "del": ("pattern",), "config-set": ("config",)}
+            "populate": ("keys", "value_size"), "unlink": ("key",), "config-set": ("config",)}
         for name in need.get(self.do, ()):
             if getattr(self, name) is None:
                 raise BadValue(f"a {name.replace('_', '-')} for do: {self.do}", "none",
                                field=(name.replace("_", "-"),))
         allowed = {"populate": {"keys", "value_size"},
-                   "del": {"pattern", "every", "fraction", "group"},
-                   "config-set": {"config"}}.get(self.do, set())
-        for name in ("keys", "value_size", "pattern", "every", "fraction", "group", "config"):
+                   "del": {"pattern", "every", "fraction", "group", "key"},
+                   "unlink": {"key"}, "config-set": {"config"}}.get(self.do, set())
+        for name in ("keys", "value_size", "pattern", "every", "fraction", "group", "key",
+                     "config"):
             if getattr(self, name) is not None and name not in allowed:
                 raise BadValue(f"no {name.replace('_', '-')} with do: {self.do}",
                                repr(getattr(self, name)), field=(name.replace("_", "-"),))
@@ -838,6 +923,13 @@ class ScenarioEvent(_Model):
                     expected = cause.expected if isinstance(cause, BadValue) else err["msg"]
                     raise BadValue(expected, show(value), field=("config", str(key))) from None
         if self.do == "del":
+            if (self.pattern is None) == (self.key is None):
+                raise BadValue("either a pattern (the keys it picks) or a key (a big key's "
+                               "name) for do: del", "both" if self.key else "neither",
+                               field=("pattern",))
+            if self.key is not None and (self.group or self.every or self.fraction):
+                raise BadValue("no group, every or fraction with a key", "one of them",
+                               field=("key",))
             if self.pattern == "every" and self.every is None:
                 raise BadValue("every: k for pattern every", "none", field=("every",))
             if self.pattern in ("random", "first") and self.fraction is None:
@@ -1845,6 +1937,9 @@ class Scenario(_Model):
     network: Network = Field(default_factory=Network)
     disk: Disk = Field(default_factory=Disk)
     host: Host = Field(default_factory=Host)
+    big_keys: list[BigKey] = Field(default_factory=list)
+    """Collections in the dataset from the start, each with its own name
+    (``model/bigkeys.py``): what ``del`` and ``unlink`` events delete."""
     events: list[ScenarioEvent] = Field(default_factory=list)
     """Commands run at given times (``{at: 30s, do: bgsave}``), in time order."""
     clients: Annotated[list[ClientGroup], _v(_parse_clients)] = Field(
@@ -1915,11 +2010,24 @@ class Scenario(_Model):
                                f"{name!r} again (also clients[{seen[name]}])",
                                field=("clients", i, "name"))
             seen[name] = i
+        names: dict[str, int] = {}
+        for i, big in enumerate(self.big_keys):
+            if big.name in names:
+                raise BadValue("unique big-key names", f"{big.name!r} again (also "
+                               f"big-keys[{names[big.name]}])", field=("big-keys", i, "name"))
+            names[big.name] = i
+        if self.big_keys and self.instance_count > 1:
+            raise BadValue("big-keys with one instance (several instances cannot share them "
+                           "yet)", f"{self.instance_count} instances", field=("big-keys",))
         for i, ev in enumerate(self.events):
+            if ev.key is not None and ev.key not in names:
+                known = ", ".join(map(repr, names)) or "none declared"
+                raise BadValue(f"the name of one of big-keys ({known})", repr(ev.key),
+                               field=("events", i, "key"))
             if ev.group is not None and ev.group not in seen:
                 raise BadValue(f"a client group's name ({', '.join(map(repr, seen))})",
                                repr(ev.group), field=("events", i, "group"))
-            if ev.do == "del" and ev.group is None and not any(
+            if ev.do == "del" and ev.key is None and ev.group is None and not any(
                     e.do == "populate" for e in self.events[:i]):
                 raise BadValue("a populate event before a del with no group (it deletes "
                                "populated keys), or a group", "neither",

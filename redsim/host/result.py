@@ -20,12 +20,13 @@ from redsim.model.histogram import quantiles
 from redsim.result import PERCENTILES, Latency, Result, _jsonable, draw_guarded, join_causes
 
 HOST_COLUMNS = ("host_cpu_redis", "host_cpu_io_threads", "host_cpu_children",
-                "host_cpu_softirq", "host_cpu_irq", "host_cpu_clients", "host_cpu_idle",
-                "host_threads_runnable")
+                "host_cpu_softirq", "host_cpu_irq", "host_cpu_clients", "host_cpu_lazyfree",
+                "host_cpu_idle", "host_threads_runnable")
 """The host's time series columns: cores' worth of CPU (0..cores) per activity
 (the instances' main threads, their I/O threads, fork children, the kernel's
-network softirq and hard-IRQ work, same-host client threads, idle), averaged
-over each sample window, and the mean runnable threads."""
+network softirq and hard-IRQ work, same-host client threads, lazyfree
+threads, idle), averaged over each sample window, and the mean runnable
+threads."""
 
 _MEAN_KEYS = ("utilisation", "commands_per_cycle", "allocator_frag_ratio_end",
               "rss_overhead_ratio_end", "mem_fragmentation_ratio_end")
@@ -225,7 +226,8 @@ def _host_series(scenario: Any, results: list[Result], windows: np.ndarray,
     idx = results[0].timeseries.index
     ts = pd.DataFrame(index=idx)
     for col in ("requests_per_sec", "instantaneous_ops_per_sec", "offered_per_sec",
-                "connected_clients", "used_memory", "maxmemory"):
+                "connected_clients", "used_memory", "maxmemory", "lazyfree_pending_objects",
+                "lazyfreed_objects"):
         if col in results[0].timeseries:
             ts[col] = sum(r.timeseries[col] for r in results)
     ts["latency_p99"] = np.nanmax([r.timeseries["latency_p99"] for r in results], axis=0)
@@ -245,10 +247,10 @@ def _host_series(scenario: Any, results: list[Result], windows: np.ndarray,
     length = ends - starts
     t0, t1 = windows[:, 0], windows[:, 1]
     cores = scenario.host.cores
-    acc = np.zeros((n, 7 + instance_cpu.shape[1]))
+    acc = np.zeros((n, 8 + instance_cpu.shape[1]))
     vals = np.column_stack([windows[:, 2], windows[:, 3], windows[:, 4], windows[:, 5],
-                            windows[:, 7], windows[:, 8], windows[:, 6] * (t1 - t0),
-                            instance_cpu])
+                            windows[:, 7], windows[:, 8], windows[:, 9],
+                            windows[:, 6] * (t1 - t0), instance_cpu])
     for k in range(n):
         lo = np.maximum(t0, starts[k])
         hi = np.minimum(t1, ends[k])
@@ -261,11 +263,12 @@ def _host_series(scenario: Any, results: list[Result], windows: np.ndarray,
     ts["host_cpu_softirq"] = acc[:, 2]
     ts["host_cpu_irq"] = acc[:, 3]
     ts["host_cpu_clients"] = acc[:, 5]
-    ts["host_cpu_idle"] = (np.clip(cores - acc[:, :6].sum(axis=1), 0.0, None)
+    ts["host_cpu_lazyfree"] = acc[:, 6]
+    ts["host_cpu_idle"] = (np.clip(cores - acc[:, :7].sum(axis=1), 0.0, None)
                            if cores else np.nan)
-    ts["host_threads_runnable"] = acc[:, 6]
+    ts["host_threads_runnable"] = acc[:, 7]
     for i in range(instance_cpu.shape[1]):
-        ts[f"i{i}_cpu"] = acc[:, 7 + i]
+        ts[f"i{i}_cpu"] = acc[:, 8 + i]
     return ts
 
 
@@ -288,8 +291,10 @@ def _host_figure(res: HostResult, path: Path) -> None:
     t = ts.index.to_numpy()
     a1.stackplot(t, ts["host_cpu_redis"], ts["host_cpu_io_threads"], ts["host_cpu_children"],
                  ts["host_cpu_softirq"], ts["host_cpu_irq"], ts["host_cpu_clients"],
+                 ts["host_cpu_lazyfree"],
                  labels=["Redis main threads", "I/O threads", "fork children",
-                         "softirq (network)", "hard IRQ", "same-host clients"])
+                         "softirq (network)", "hard IRQ", "same-host clients",
+                         "lazyfree threads"])
     if res.scenario.host.cores:
         a1.axhline(res.scenario.host.cores, color="k", lw=0.8, ls="--", label="cores")
     a1.set_ylabel("cores")

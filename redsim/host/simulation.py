@@ -31,11 +31,12 @@ from redsim.kernel import Kernel
 from redsim.simulation import Simulation, control_timeout
 
 HOST_FIELDS = ("t0", "t1", "redis_cpu", "children_cpu", "softirq_cpu", "irq_cpu",
-               "threads_runnable", "io_cpu", "client_cpu")
+               "threads_runnable", "io_cpu", "client_cpu", "lazyfree_cpu")
 """One row per scheduler window (``HostSimulation.windows``): its start and end
 (s), CPU s the main threads and fork children used, the kernel's network work
 (softirq and hard-IRQ CPU s), the mean number of runnable threads, and the
-CPU s of the instances' I/O threads and of same-host client threads."""
+CPU s of the instances' I/O threads, of same-host client threads and of the
+lazyfree threads."""
 
 
 class HostSimulation:
@@ -80,6 +81,7 @@ class HostSimulation:
         cli = _Threads([k.client_account for k in ks])
         rates = np.ones(n)
         child_rate = np.ones(n)
+        bio_rate = np.ones(n)  # each instance's lazyfree thread (model/lazyfree.py)
         held_est = None
         held_prev = np.zeros(n)
         clock_last = np.array([k.now for k in ks])
@@ -90,12 +92,15 @@ class HostSimulation:
                 t_next = min(t + self.window, self.horizon)
             dt = t_next - t
             serialising = [k.child_serialising for k in ks]
+            freeing = [k.lazyfree_running for k in ks]
             for i, k in enumerate(ks):
                 k.set_cpu_rate(rates[i])
                 k.set_io_rate(io.rate[i])
                 k.set_client_rate(cli.rate[i])
                 if serialising[i] and child_rate[i] < 1.0:
                     k.delay_child(dt * (1.0 - child_rate[i]))
+                if freeing[i] and bio_rate[i] < 1.0:
+                    k.delay_lazyfree(dt * (1.0 - bio_rate[i]))
                 if k.now < t_next:
                     k.run_until(t_next)
             now = np.array([k.cpu_account() for k in ks], dtype=float)
@@ -105,6 +110,8 @@ class HostSimulation:
             softirq, irq = self.net.cpu(float(delta[:, 2].sum()), float(delta[:, 3].sum()), dt)
             children = [i for i in range(n) if serialising[i]]
             child_cpu = float(sum(child_rate[i] for i in children)) * dt
+            bios = [i for i in range(n) if freeing[i]]
+            bio_cpu = float(sum(bio_rate[i] for i in bios)) * dt
             # A kernel stops at an iteration's end, past the window's at times, and
             # then sits out the next: shares are over its own clock's advance.
             clocks = np.array([k.now for k in ks])
@@ -116,22 +123,27 @@ class HostSimulation:
             held_prev = held
             io_cpu = io.observe(seen, moved)
             cli_cpu = cli.observe(seen, moved)
-            runnable = float(held.sum() + len(children) + io.b.sum() + cli.b.sum())
+            runnable = float(held.sum() + len(children) + len(bios) + io.b.sum()
+                             + cli.b.sum())
             # The next window's shares, from this one's runnable shares (one
             # window's lag), smoothed over two windows against see-saws.
             if math.isfinite(self.cores):
                 held_est = held if held_est is None else 0.5 * (held_est + held)
-                b = np.concatenate([held_est, np.ones(len(children)), io.b, cli.b])
+                # Fork children and lazyfree threads are CPU-bound while they work.
+                b = np.concatenate([held_est, np.ones(len(children) + len(bios)), io.b, cli.b])
                 free = max(self.cores - (softirq + irq) / dt, 0.01 * self.cores)
                 r = share(b, free)
                 rates = r[:n].copy()
                 child_rate = np.ones(n)
                 for j, i in enumerate(children):
                     child_rate[i] = r[n + j]
-                first = io.assign(r, n + len(children))
+                bio_rate = np.ones(n)
+                for j, i in enumerate(bios):
+                    bio_rate[i] = r[n + len(children) + j]
+                first = io.assign(r, n + len(children) + len(bios))
                 cli.assign(r, first)
             self.windows.append((t, t_next, float(used.sum()), child_cpu, softirq, irq,
-                                 runnable, io_cpu, cli_cpu))
+                                 runnable, io_cpu, cli_cpu, bio_cpu))
             self.instance_cpu.append(used.copy())
             t = t_next
             if t < self.horizon:

@@ -1,11 +1,13 @@
 """Commands a scenario's events send to the server: DEBUG POPULATE, DEL of a key
-pattern, FLUSHALL, MEMORY PURGE and CONFIG SET.
+pattern, DEL or UNLINK of a big key, FLUSHALL, MEMORY PURGE and CONFIG SET.
 
 Follows ``src/debug.c:debugCommand`` (``DEBUG POPULATE count prefix size``: keys
 ``key:0`` .. ``key:<count-1>``, values ``value:<i>`` padded to ``size`` bytes,
 existing keys skipped), ``src/db.c:delCommand``, ``src/db.c:flushallCommand``
 (7.0: ``emptyData``, the dicts' tables freed) and ``src/object.c:memoryCommand``
-(``MEMORY PURGE``: jemalloc's ``arena.<i>.purge``). Like BGSAVE, an event's
+(``MEMORY PURGE``: jemalloc's ``arena.<i>.purge``). DEL and UNLINK of a big
+key follow ``src/db.c:delGenericCommand`` (``db.db_delete``: a lazy delete
+hands a big value to the lazyfree thread). Like BGSAVE, an event's
 command is read with the main thread's next file events and runs there,
 blocking it for its whole length.
 
@@ -48,6 +50,7 @@ from redsim.model.state import (
     KS_EXP_BUCKETS,
     KS_EXP_BUCKETS_H,
     KS_KEYS,
+    LAZY_USER_DEL,
     POP_LO,
     POP_ROWS,
     W_CPU_COMMANDS,
@@ -58,9 +61,11 @@ from redsim.model.state import (
 FIELDS = (
     ("I", "ADMIN_REQ", "i8", "-", "state",
      "an event's command waiting for the next file events: 0 none, else an ADMIN_* code"),
-    ("I", "ADMIN_N", "i8", "-", "state", "populate: keys; del: the pattern (DEL_*)"),
+    ("I", "ADMIN_N", "i8", "-", "state",
+     "populate: keys; del: the pattern (DEL_*); del of a key: 1 for UNLINK"),
     ("I", "ADMIN_ARG", "i8", "-", "state", "populate: value size, B; del every: k"),
-    ("I", "ADMIN_LO", "i8", "-", "state", "del: the first key row of the keys it numbers"),
+    ("I", "ADMIN_LO", "i8", "-", "state",
+     "del: the first key row of the keys it numbers; del of a key: its row"),
     ("I", "ADMIN_HI", "i8", "-", "state", "del: one past their last key row"),
     ("F", "ADMIN_FRACTION", "f8", "-", "state", "del random: each key's probability"),
 )
@@ -69,8 +74,9 @@ ADMIN_POPULATE = 1
 ADMIN_DEL = 2
 ADMIN_FLUSHALL = 3
 ADMIN_PURGE = 4
+ADMIN_DEL_KEY = 5
 ADMIN_CODES = {"populate": ADMIN_POPULATE, "del": ADMIN_DEL, "flushall": ADMIN_FLUSHALL,
-               "memory-purge": ADMIN_PURGE}
+               "memory-purge": ADMIN_PURGE, "unlink": ADMIN_DEL_KEY}
 DEL_ODD = 0
 DEL_EVEN = 1
 DEL_EVERY = 2
@@ -82,6 +88,7 @@ KEY_PREFIX = 4  # "key:"
 VALUE_PREFIX = 6  # "value:"
 SET = COMMAND_IDS["SET"]
 DEL = COMMAND_IDS["DEL"]
+UNLINK = COMMAND_IDS["UNLINK"]
 
 
 @leaf
@@ -125,9 +132,21 @@ def delete_pattern(w, lo, hi, pattern, every, fraction):
     spent = 0.0
     for k in range(lo, hi):
         if key_exists(w, k) and _chosen(w, k - lo, hi - lo, pattern, every, fraction):
-            db_delete(w, k)
+            spent += db_delete(w, k, False)[1]
             feed_del(w)
             spent += _cost(w, DEL, 0)
+    return spent
+
+
+@step
+def delete_key(w, k, unlink):
+    """``DEL`` (``unlink`` 0) or ``UNLINK`` (1) of key row ``k``, a big key;
+    returns the main-thread seconds it took (nothing to do if it is gone)."""
+    if not key_exists(w, k):
+        return _cost(w, UNLINK if unlink else DEL, 0)
+    lazy = unlink == 1 or w.I[LAZY_USER_DEL] == 1
+    spent = _cost(w, UNLINK if unlink else DEL, 0) + db_delete(w, k, lazy)[1]
+    feed_del(w)
     return spent
 
 
@@ -147,7 +166,7 @@ def flushall(w):
     for x in range(mask + 1):
         p = scan_position(x, mask)
         if p < n:
-            db_delete(w, keys[p])
+            spent += db_delete(w, keys[p], False)[1]
             spent += _cost(w, DEL, 0)
     resize_table(w, KS_BUCKETS, KS_BUCKETS_H, 0)
     resize_table(w, KS_EXP_BUCKETS, KS_EXP_BUCKETS_H, 0)
@@ -167,6 +186,8 @@ def admin_command(w):
     elif req == ADMIN_DEL:
         spent = delete_pattern(w, I[ADMIN_LO], I[ADMIN_HI], I[ADMIN_N], I[ADMIN_ARG],
                                w.F[ADMIN_FRACTION])
+    elif req == ADMIN_DEL_KEY:
+        spent = delete_key(w, I[ADMIN_LO], I[ADMIN_N])
     elif req == ADMIN_FLUSHALL:
         spent = flushall(w)
     elif req == ADMIN_PURGE:
@@ -210,7 +231,13 @@ def request(world, event, scenario) -> None:
         return
     I = world.I
     I[S.ADMIN_REQ] = ADMIN_CODES[event.do]
-    if event.do == "populate":
+    if event.key is not None:  # DEL or UNLINK of a big key
+        from redsim.model.bigkeys import row_of
+
+        I[S.ADMIN_REQ] = ADMIN_DEL_KEY
+        I[S.ADMIN_LO] = row_of(scenario, world, event.key)
+        I[S.ADMIN_N] = 1 if event.do == "unlink" else 0
+    elif event.do == "populate":
         I[S.ADMIN_N] = int(event.keys)
         I[S.ADMIN_ARG] = int(event.value_size)
     elif event.do == "del":

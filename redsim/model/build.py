@@ -19,6 +19,7 @@ from __future__ import annotations
 from redsim.model import (
     aof,
     arena,
+    bigkeys,
     call,
     client_eviction,
     client_threads,
@@ -34,6 +35,7 @@ from redsim.model import (
     fork,
     io_threads,
     latency,
+    lazyfree,
     locality,
     main_thread,
     memory,
@@ -56,6 +58,8 @@ STEPS = (
     client_threads.configure,
     call.configure,
     locality.configure,
+    bigkeys.configure,  # the collections' table
+    lazyfree.configure,  # needs collections
     db.configure,  # decides key_rows (needs conns)
     memory.configure,
     arena.configure,  # needs conns, max_pipeline and db's slab_demand
@@ -80,7 +84,7 @@ STEPS = (
 )
 """Every mechanism's configure step, in the order they run."""
 
-START = (arena.start, rss.start, db.start, aof.start)
+START = (arena.start, rss.start, db.start, bigkeys.start, aof.start)
 """Steps that need the laid-out world, in order: Redis's own allocations, the
 allocator's metadata base, the preload, then the AOF's base."""
 

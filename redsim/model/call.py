@@ -7,8 +7,10 @@ of changes, and propagation to the AOF (``src/server.c:propagate`` in 6.2,
 go, the command procedures ``src/t_string.c:getCommand``,
 ``src/t_string.c:setCommand``, ``src/t_string.c:mgetCommand``,
 ``src/t_string.c:msetCommand``, ``src/t_string.c:incrDecrCommand``,
-``src/db.c:delCommand``, ``src/db.c:existsCommand`` and
-``src/expire.c:expireCommand``.
+``src/db.c:delCommand`` / ``src/db.c:unlinkCommand`` (``delGenericCommand``:
+lazy for UNLINK, or DEL with ``lazyfree-lazy-user-del``), ``src/db.c:existsCommand``,
+``src/db.c:keysCommand`` (a walk of every key of the db, at a cost per key and
+per key matched) and ``src/expire.c:expireCommand``.
 
 What each command does follows its ``effect`` in the command table
 (``commands.EFFECT_*``); the CPU cost is the table's fixed part, plus a part
@@ -34,10 +36,12 @@ import numpy as np
 
 from redsim.model.aof import feed
 from redsim.model.commands import (
+    COMMAND_IDS,
     EFFECT_DELETE,
     EFFECT_EXISTS,
     EFFECT_EXPIRE,
     EFFECT_INCR,
+    EFFECT_KEYS,
     EFFECT_NONE,
     EFFECT_READ,
     EFFECT_WRITE,
@@ -57,7 +61,7 @@ from redsim.model.jit import leaf, step
 from redsim.model.locality import hot_or_rest, recent_or_rest, remember, slide
 from redsim.model.protocol import bulk, digits, elements, header, value_bytes_moved
 from redsim.model.rng import draw, peek_uniform, uniform
-from redsim.model.state import DIRTY, T
+from redsim.model.state import DIRTY, KS_KEYS, LAZY_USER_DEL, T
 from redsim.model.world import prefetch
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -73,6 +77,8 @@ FIELDS = (
     ("tb", "cmd_per_byte", "f8", "s/B", "config", "each command's CPU per value byte moved, s/B"),
     ("tb", "cmd_per_elem", "f8", "s", "config",
      "each command's CPU per element (key, member, field), s"),
+    ("tb", "cmd_per_scanned", "f8", "s", "config",
+     "each command's CPU per key of the db it walks (KEYS), s"),
     ("tb", "cmd_namelen", "i8", "B", "config",
      "each command's name length, B (its RESP bulk in a request)"),
     ("tb", "cmd_effect", "i8", "-", "config",
@@ -83,6 +89,7 @@ FIELDS = (
 )
 
 NIL_REPLY = 5  # $-1\r\n
+UNLINK = COMMAND_IDS["UNLINK"]
 INTEGER_VALUE = -1  # ks_vlen of a counter (INCR/DECR)
 COUNTER_DIGITS = 4  # bytes a GET of a counter returns, assumed (values < 10 000)
 
@@ -194,6 +201,10 @@ def call(w, c):
     key = w.cn_next_key[c]
     effect = w.tb_cmd_effect[cmd]
     changed = 1  # keys a write changed (server.dirty); collections and traces: 1
+    freeing = 0.0  # CPU of freeing deleted values beyond a string's, s (not scaled)
+    scanned = 0  # keys of the db the command walks (KEYS)
+    if effect == EFFECT_KEYS:
+        scanned = w.I[KS_KEYS]
     if key != NO_KEY and effect != EFFECT_NONE:
         g = w.cn_group[c]
         key_len = w.gp_key_size[g]
@@ -222,10 +233,12 @@ def call(w, c):
             remember(w, g, key)
         elif effect == EFFECT_DELETE:
             changed = 0
+            # UNLINK, or DEL with lazyfree-lazy-user-del (delGenericCommand's lazy).
+            lazy = cmd == UNLINK or w.I[LAZY_USER_DEL] == 1
             for i in range(k):
                 kk = key if i == 0 else pick_key(w, g)
                 if key_live(w, kk):
-                    db_delete(w, kk)
+                    freeing += db_delete(w, kk, lazy)[1]
                     changed += 1
         elif effect == EFFECT_EXISTS:
             for i in range(k):
@@ -248,7 +261,8 @@ def call(w, c):
         w.I[DIRTY] += changed
         feed(w, w.cn_next_bytes[c])
     return w.cn_next_scale[c] * (w.tb_cmd_fixed[cmd] + w.tb_cmd_per_byte[cmd] * moved
-                                 + w.tb_cmd_per_elem[cmd] * elements(shape, k, n))
+                                 + w.tb_cmd_per_elem[cmd] * elements(shape, k, n)
+                                 + w.tb_cmd_per_scanned[cmd] * scanned) + freeing
 
 
 # ---- configuration (Python, once per run) ---------------------------------------------
@@ -264,6 +278,7 @@ def configure(b) -> None:
     fixed = np.array([c.fixed_us for c in _TABLE]) * US
     per_byte = np.array([c.per_byte_us for c in _TABLE]) * US
     per_elem = np.array([c.per_element_us for c in _TABLE]) * US
+    per_scanned = np.array([c.per_key_scanned_us for c in _TABLE]) * US
     for name, cost in cpu.commands.items():
         i = COMMAND_IDS[name.upper()]
         if cost.fixed is not None:
@@ -276,6 +291,7 @@ def configure(b) -> None:
     b.fill("tb",
            cmd_shape=np.array([c.shape for c in _TABLE], np.int64),
            cmd_fixed=fixed * k, cmd_per_byte=per_byte * k, cmd_per_elem=per_elem * k,
+           cmd_per_scanned=per_scanned * k,
            cmd_namelen=np.array([len(c.name) for c in _TABLE], np.int64),
            cmd_effect=np.array([c.effect for c in _TABLE], np.int64),
            cmd_denyoom=np.array([1 if c.denyoom else 0 for c in _TABLE], np.int64),

@@ -59,6 +59,7 @@ SHAPE_SIMPLE = 9  # CMD -> +PONG / small status (PING)
 SHAPE_KEY_FIELD_VALUE = 10  # CMD key field value -> :int (HSET, ZADD)
 SHAPE_KEY_TTL = 11  # CMD key ttl -> :int (EXPIRE)
 SHAPE_INFO = 12  # INFO -> bulk of ~4 KB
+SHAPE_KEYS_PATTERN = 13  # KEYS pattern -> array of the n keys it matches
 
 # What a command does to the keyspace (model/call.py). Collections (sets, lists,
 # hashes, sorted sets) are not yet stored: their commands cost CPU and bytes on
@@ -70,6 +71,7 @@ EFFECT_DELETE = 3  # delete the keys (DEL, UNLINK)
 EFFECT_EXISTS = 4  # look up without touching the LRU clock (EXISTS)
 EFFECT_INCR = 5  # create or update an integer value (INCR, DECR)
 EFFECT_EXPIRE = 6  # set a TTL on an existing key (EXPIRE)
+EFFECT_KEYS = 7  # walk every key of the db (KEYS: src/db.c:keysCommand)
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,9 @@ class Command:
         shape: one of the SHAPE_* constants.
         fixed_us: fixed main-thread CPU per call, µs.
         per_byte_us: CPU per value byte copied, µs/B.
-        per_element_us: CPU per key/member/element touched, µs.
+        per_element_us: CPU per key/member/element touched, µs (KEYS: per
+            key matched and replied).
+        per_key_scanned_us: CPU per key of the db the command walks (KEYS), µs.
         write: modifies the dataset (propagated to AOF/replicas; later issues).
         denyoom: flagged CMD_DENYOOM in Redis (rejected with -OOM when nothing
             can be evicted; reference §2.8).
@@ -93,10 +97,23 @@ class Command:
     fixed_us: float
     per_byte_us: float = 0.0002
     per_element_us: float = 0.0
+    per_key_scanned_us: float = 0.0
     write: bool = False
     denyoom: bool = False
     effect: int = EFFECT_NONE
 
+
+# KEYS (src/db.c:keysCommand): a safe iterator over the whole db, the pattern
+# matched against every key (stringmatchlen), and per match an object made,
+# its expiry checked and a bulk reply added. The reference host's Debian 7.0.15
+# (results/calibration/reference-host/collections/reads-keys-eval.md, INFO
+# commandstats, 5-7 calls each): `KEYS nomatch:*` over DEBUG POPULATE keys 112
+# ns per key at 1M keys, 132 at 5M (caches missed more often); `KEYS *` less
+# that, 261 ns per key matched. The fixed part is under the noise (~1 ms).
+# redis.io: "scan a 1 million key database in 40 milliseconds" on a laptop.
+KEYS_FIXED_US = 1.0
+KEYS_PER_KEY_US = 0.12
+KEYS_PER_MATCH_US = 0.26
 
 _TABLE = [
     Command("GET", SHAPE_KEY, 0.52, effect=EFFECT_READ),
@@ -126,6 +143,8 @@ _TABLE = [
     Command("SCAN", SHAPE_SCAN, 2.0, per_element_us=0.2),
     Command("PING", SHAPE_SIMPLE, 0.13),
     Command("INFO", SHAPE_INFO, 20.0),
+    Command("KEYS", SHAPE_KEYS_PATTERN, KEYS_FIXED_US, per_element_us=KEYS_PER_MATCH_US,
+            per_key_scanned_us=KEYS_PER_KEY_US, effect=EFFECT_KEYS),
 ]
 
 COMMANDS: dict[str, Command] = {c.name: c for c in _TABLE}
@@ -134,5 +153,6 @@ COMMANDS: dict[str, Command] = {c.name: c for c in _TABLE}
 COMMAND_IDS: dict[str, int] = {c.name: i for i, c in enumerate(_TABLE)}
 """Stable integer id of each command, as the kernel sees it."""
 
-# Default element count (n) for shapes whose reply size depends on it.
-DEFAULT_COUNT = {SHAPE_KEY_ARRAY: 10, SHAPE_SCAN: 10}
+# Default element count (n) for shapes whose reply size depends on it (KEYS: the
+# keys its pattern matches).
+DEFAULT_COUNT = {SHAPE_KEY_ARRAY: 10, SHAPE_SCAN: 10, SHAPE_KEYS_PATTERN: 0}

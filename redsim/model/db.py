@@ -40,10 +40,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from redsim.model import lfu
+from redsim.model import lazyfree, lfu
 from redsim.model.aof import feed_del
+from redsim.model.bigkeys import collection_of, is_collection
 from redsim.model.cow import cow_touch
 from redsim.model.jit import entry, leaf, step
+from redsim.model.main_thread import busy
 from redsim.model.memory import POINTER, over_maxmemory_after_alloc, used_memory
 from redsim.model.objects import (
     HANDLE_FIELDS,
@@ -72,6 +74,7 @@ from redsim.model.state import (
     KS_KEYS,
     KS_LOW,
     KS_ONCE_LO,
+    LAZY_EXPIRE,
     LRU_CLOCK,
     MEM_DATASET,
     POLICY_ALLKEYS_LFU,
@@ -82,6 +85,7 @@ from redsim.model.state import (
     STAT_EXPIRED,
     STAT_HITS,
     STAT_MISSES,
+    W_CPU_COMMANDS,
     WI_EXPIRED,
     WI_HITS,
     WI_MISSES,
@@ -215,8 +219,12 @@ def resize_table(w, size_at, handle_at, new):
 
 @leaf
 def key_cost(w, key_len, vlen, has_ttl):
-    """Bytes a string key allocates; ``vlen`` < 0 is an integer value."""
+    """Bytes a key allocates; ``vlen`` -1 is an integer value, below it a
+    collection (``bigkeys``)."""
     I = w.I
+    if is_collection(vlen):  # the key's entry, sds and TTL entry, and the value
+        return string_key_bytes(key_len, 0, True, True, has_ttl, I[Q16]) + \
+            w.cl_bytes[collection_of(vlen)]
     return string_key_bytes(key_len, vlen if vlen > 0 else 0, vlen < 0, I[SHARED_INTS],
                             has_ttl, I[Q16])
 
@@ -296,11 +304,16 @@ def db_add(w, k, key_len, vlen, expire):
 
 
 @step
-def db_delete(w, k):
-    """Delete present key k (``dbSyncDelete``); returns the bytes freed."""
+def db_delete(w, k, lazy):
+    """Delete present key k (``dbGenericDelete``; ``lazy``: ``dbAsyncDelete``).
+    Returns the bytes freed now and the CPU its value's free costs beyond a
+    string's, s: a collection's allocations freed at once, or the queueing of
+    a lazy free (``lazyfree.queue``), whose bytes stay in ``used_memory``."""
     I = w.I
     cost = w.ks_cost[k]
-    I[MEM_DATASET] -= cost
+    freed = cost
+    vlen = w.ks_vlen[k]
+    cpu = 0.0
     I[KS_KEYS] -= 1
     last = w.ks_dense[I[KS_KEYS]]
     p = w.ks_pos[k]
@@ -310,14 +323,26 @@ def db_delete(w, k):
         expires_remove(w, k)
     # dbGenericDelete: the expires entry, then dictFreeUnlinkedEntry: key, value, entry.
     free_key_sds(w, k)
-    free_value(w, k)
+    if is_collection(vlen):
+        cid = collection_of(vlen)
+        if lazy and lazyfree.queue(w, cid, w.cl_effort[cid]):
+            w.cl_aval[cid] = w.ks_aval[k]  # the bio thread frees it (lazyfree.catch_up)
+            w.ks_aval[k] = 0
+            freed -= w.cl_bytes[cid]  # now in the lazyfree thread's bytes
+            cpu = lazyfree.job_cpu(w)
+        else:
+            free_value(w, k)
+            cpu = lazyfree.free_cpu(w, w.cl_allocs[cid])
+    else:
+        free_value(w, k)
     free_key_entry(w, k)
+    I[MEM_DATASET] -= cost
     w.ks_cost[k] = 0
     cow_touch(w, k, 0)  # the entry is unlinked from its bucket chain and freed
     if k >= I[KS_ONCE_LO]:  # a write-once key's row is free for the next new name
         w.ks_free[I[KS_FREE_N]] = k
         I[KS_FREE_N] += 1
-    return cost
+    return freed, cpu
 
 
 @leaf
@@ -368,7 +393,9 @@ def expire_if_needed(w, k):
     F = w.F
     I = w.I
     if w.ks_expire[k] < F[T]:
-        db_delete(w, k)
+        _, cpu = db_delete(w, k, I[LAZY_EXPIRE] == 1)
+        if cpu > 0.0:  # a collection's free, inside the command that found it expired
+            busy(w, W_CPU_COMMANDS, cpu)
         feed_del(w)
         I[STAT_EXPIRED] += 1
         count(w, WI_EXPIRED, F[T], 1)
@@ -464,26 +491,28 @@ def configure(b) -> None:
     its dicts' entry lists, its generator and LRU clock, and the preload plan
     (``preload.plan``; applied by ``start``). Needs ``conns`` and
     ``max_pipeline``; gives ``key_rows`` and ``hot_keys``."""
-    from redsim.model import admin, preload
+    from redsim.model import admin, bigkeys, preload
     from redsim.model import state as S
     from redsim.model.rng import server_seeds
 
     sc = b.scenario
     n_hot = max(grp.keyspace.keys for grp in sc.clients)
     n_pop = admin.populate_rows(sc)  # key:0 .. key:<n-1> of DEBUG POPULATE, after them
+    n_big = len(sc.big_keys)  # then the big keys (model/bigkeys.py)
     plans = preload.plan(sc, b.seed)
     once_pre, once_spare, once_low = preload.write_once_rows(plans, sc, b.size["conns"],
                                                              b.size["max_pipeline"])
-    n_keys = n_hot + n_pop + once_pre + once_spare
+    n_keys = n_hot + n_pop + n_big + once_pre + once_spare
     # Every row starts absent; flatten fills the key table from these broadcasts.
     b.fill("ks", **{f: np.broadcast_to(np.asarray(v), (n_keys,))
                     for f, v in S.KEY_ROW_ABSENT.items()},
            dense=np.zeros(n_keys, np.int64), xdense=np.zeros(n_keys, np.int64),
            **{f: np.zeros(n_keys, np.int64) for f in HANDLE_FIELDS},
-           free=np.zeros(max(n_keys - n_hot - n_pop, 1), np.int64))
+           free=np.zeros(max(n_keys - n_hot - n_pop - n_big, 1), np.int64))
     b.I[S.POP_LO] = n_hot
     b.I[S.POP_ROWS] = n_pop
-    b.I[S.KS_ONCE_LO] = n_hot + n_pop
+    b.I[S.BIG_LO] = n_hot + n_pop
+    b.I[S.KS_ONCE_LO] = n_hot + n_pop + n_big
     b.I[S.KS_FREE_LOW] = once_low
     b.I[S.KS_RNG1], b.I[S.KS_RNG2] = server_seeds(b.seed)
     b.I[S.LRU_CLOCK] = LRU_CLOCK_START
@@ -491,9 +520,10 @@ def configure(b) -> None:
     b.extra["preload"] = plans
     sizes, counts = _slab_demand(plans)
     pop_sizes, pop_counts = admin.populate_demand(sc)
-    b.extra["slab_demand"] = (np.concatenate([sizes, pop_sizes]),
-                              np.concatenate([counts, pop_counts]))
-    b.size.update(key_rows=n_keys, hot_keys=n_hot, once_lo=n_hot + n_pop)
+    big_sizes, big_counts = bigkeys.slab_demand(sc)
+    b.extra["slab_demand"] = (np.concatenate([sizes, pop_sizes, big_sizes]),
+                              np.concatenate([counts, pop_counts, big_counts]))
+    b.size.update(key_rows=n_keys, hot_keys=n_hot, once_lo=n_hot + n_pop + n_big)
 
 
 def _slab_demand(plans) -> tuple[np.ndarray, np.ndarray]:

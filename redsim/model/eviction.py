@@ -27,16 +27,18 @@ measured in that modelled time.
 
 ``lazyfree-lazy-eviction`` (reference §2.9): only a value whose free effort
 exceeds ``LAZYFREE_THRESHOLD`` (64: a list's nodes, a big set's, hash's or
-zset's elements) goes to the bio lazy-free thread; a string's effort is 1, so
-Redis frees it on the main thread even with lazy eviction on. Every value this
-model stores is a string, so every eviction frees synchronously and no bio
-thread is needed; what the flag changes in ``performEvictions`` is modelled:
-every 16 keys the loop re-reads ``getMaxmemoryState`` and stops if under the
-limit, and a failing call would wait for pending lazy frees (none here). Once
-collections are stored, their big values will queue on a bio thread. So the
-flag still shifts timing: without it, a call whose 16th key meets the target
-goes on to check the time limit and may start ``evictionTimeProc`` for
-nothing, as Redis's loop does; with it, the re-check stops the call first.
+zset's elements) goes to the bio lazy-free thread (``model/lazyfree.py``); a
+string's effort is 1, so Redis frees it on the main thread even with lazy
+eviction on. ``mem_freed`` counts what left ``used_memory`` during the
+delete, so a big value handed to the thread adds only its key's bytes and
+the loop goes on picking keys; every 16 keys it re-reads ``getMaxmemoryState``
+(which sees what the thread has freed by then) and stops if under the limit.
+A call that runs out of keys (``EVICT_FAIL``) waits for pending lazy frees, a
+millisecond at a time within its time limit, and succeeds if memory is back
+under the limit (latency event ``eviction-lazyfree``). Without lazy eviction
+a call whose 16th key meets the target goes on to check the time limit and may
+start ``evictionTimeProc`` for nothing, as Redis's loop does; with it, the
+re-check stops the call first.
 
 Sampling deviation: ``dictGetSomeKeys`` walks consecutive buckets from a
 random one; here each sample is an independent uniform draw from the dict's
@@ -52,6 +54,7 @@ from redsim.model.aof import feed_del
 from redsim.model.db import EVPOOL_SIZE, LRU_CLOCK_MAX, db_delete, key_exists
 from redsim.model.histogram import log2_bucket
 from redsim.model.jit import leaf, step
+from redsim.model.main_thread import busy_until
 from redsim.model.memory import mem_tofree
 from redsim.model.rng import server_uniform
 from redsim.model.state import (
@@ -66,6 +69,7 @@ from redsim.model.state import (
     KS_EXPIRES,
     KS_KEYS,
     LAZY_EVICTION,
+    LF_N,
     LRU_CLOCK,
     POLICY_ALLKEYS_LFU,
     POLICY_ALLKEYS_RANDOM,
@@ -75,6 +79,7 @@ from redsim.model.state import (
     POLICY_VOLATILE_RANDOM,
     POLICY_VOLATILE_TTL,
     STAT_EVICTED,
+    W_CPU_EVICTION,
     WI_EVICTED,
     T,
 )
@@ -118,6 +123,7 @@ EVICT_OK = 0
 EVICT_RUNNING = 1
 EVICT_FAIL = 2
 KEYS_PER_CHECK = 16  # the time limit is checked every 16 evicted keys
+LAZYFREE_NAP = 1e-3  # performEvictions' usleep while waiting for lazy frees, at most, s
 
 
 def time_limit(tenacity: int) -> float:
@@ -248,9 +254,12 @@ def perform_evictions(w):
         if k < 0:
             result = EVICT_FAIL
             break
-        freed += db_delete(w, k)
+        # dbAsyncDelete or dbSyncDelete: with lazy eviction a big value's bytes
+        # leave used_memory only as the lazyfree thread frees them.
+        gone, free_cpu = db_delete(w, k, I[LAZY_EVICTION] == 1)
+        freed += gone
         feed_del(w)  # propagateDeletion: the DEL goes to the AOF (not counted)
-        cpu += F[C_EV_DELETE]
+        cpu += F[C_EV_DELETE] + free_cpu
         keys_freed += 1
         I[STAT_EVICTED] += 1
         count(w, WI_EVICTED, F[T], 1)
@@ -261,6 +270,18 @@ def perform_evictions(w):
                 I[EV_TIMER] = 1  # startEvictionTimeProc
                 break
     latency.add_sample(w, latency.LM_EVICTION_CYCLE, cpu - before)
+    if result == EVICT_FAIL and I[LF_N] > 0:
+        # Nothing left to evict, but the lazyfree thread is freeing: wait for
+        # it, a millisecond at a time, within the call's time limit.
+        waited = 0.0
+        while I[LF_N] > 0 and cpu + waited < F[EV_TIME_LIMIT]:
+            if mem_tofree(w) <= 0:
+                result = EVICT_OK
+                break
+            nap = min(F[EV_TIME_LIMIT], LAZYFREE_NAP)
+            busy_until(w, W_CPU_EVICTION, F[T] + nap)  # usleep: blocked, not on a core
+            waited += nap
+        latency.add_sample(w, latency.LM_EVICTION_LAZYFREE, waited)
     if result != EVICT_FAIL and I[EV_TIMER]:
         result = EVICT_RUNNING
     record_call(w, cpu, tofree)

@@ -41,6 +41,7 @@ from redsim.model.state import (
     HZ,
     KS_EXP_BUCKETS,
     KS_EXPIRES,
+    LAZY_EXPIRE,
     STAT_EXPIRE_CAPPED,
     STAT_EXPIRED,
     WI_EXPIRED,
@@ -121,10 +122,11 @@ def active_expire_cycle(w, fast):
             sampled += 1
             cpu += F[C_EXP_SAMPLE]
             if w.ks_expire[k] < now:
-                db_delete(w, k)  # the last entry moves into pos: look at pos again
+                # The last entry moves into pos: look at pos again.
+                _, free_cpu = db_delete(w, k, I[LAZY_EXPIRE] == 1)
                 feed_del(w)
                 expired += 1
-                cpu += F[C_EXP_DELETE]
+                cpu += F[C_EXP_DELETE] + free_cpu
                 I[EXP_CURSOR] = pos
             else:
                 I[EXP_CURSOR] = pos + 1

@@ -61,6 +61,7 @@ from __future__ import annotations
 import math
 
 from redsim.model import aof, disk, latency
+from redsim.model.bigkeys import collection_of, is_collection
 from redsim.model.cow import cow_bytes
 from redsim.model.jit import entry, step
 from redsim.model.main_thread import busy
@@ -192,7 +193,12 @@ def rdb_bytes(w):
     for i in range(w.I[KS_KEYS]):
         k = w.ks_dense[i]
         v = w.ks_vlen[k]
-        total += RDB_KEY_OVERHEAD + klen + (v if v >= 0 else RDB_INT_BYTES)
+        if v >= 0:
+            total += RDB_KEY_OVERHEAD + klen + v
+        elif is_collection(v):
+            total += RDB_KEY_OVERHEAD + klen + w.cl_rdb[collection_of(v)]
+        else:
+            total += RDB_KEY_OVERHEAD + klen + RDB_INT_BYTES
         if w.ks_xpos[k] >= 0:
             total += RDB_EXPIRE_BYTES
     return total + 18  # header and checksum

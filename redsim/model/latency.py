@@ -33,11 +33,11 @@ FIELDS = (
 LATENCY_TS_LEN = 160
 EVENTS = ("fork", "aof-write", "aof-write-pending-fsync", "aof-write-active-child",
           "aof-write-alone", "aof-fsync-always", "aof-rename", "eviction-cycle", "expire-cycle",
-          "active-defrag-cycle")
+          "active-defrag-cycle", "eviction-lazyfree")
 """Events the model can record, in the order of their rows."""
 (LM_FORK, LM_AOF_WRITE, LM_AOF_WRITE_PENDING_FSYNC, LM_AOF_WRITE_ACTIVE_CHILD,
  LM_AOF_WRITE_ALONE, LM_AOF_FSYNC_ALWAYS, LM_AOF_RENAME, LM_EVICTION_CYCLE,
- LM_EXPIRE_CYCLE, LM_ACTIVE_DEFRAG_CYCLE) = range(len(EVENTS))
+ LM_EXPIRE_CYCLE, LM_ACTIVE_DEFRAG_CYCLE, LM_EVICTION_LAZYFREE) = range(len(EVENTS))
 N_EVENTS = len(EVENTS)
 
 

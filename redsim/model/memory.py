@@ -13,19 +13,23 @@ its size class. Modelled parts, all in bytes:
 - clients: structs, query buffers, reply buffers and lists
   (``client_memory``);
 - the AOF buffer (``aof_buf``, ``model/aof.py``), which is also
-  ``mem_not_counted_for_evict``: eviction does not try to make room for it.
+  ``mem_not_counted_for_evict``: eviction does not try to make room for it;
+- values handed to the lazyfree thread that it has not freed yet
+  (``lazyfree.in_flight``): counted, as Redis counts them, until freed.
 
-Not yet modelled: replication buffers, lazy-free memory in flight. Pages
+Not yet modelled: replication buffers. Pages
 copied on write after a fork are outside ``used_memory`` (``model/cow.py``).
 """
 
 from __future__ import annotations
 
+from redsim.model import lazyfree
 from redsim.model.jit import leaf
 from redsim.model.state import (
     AOF_BUF,
     KS_BUCKETS,
     KS_EXP_BUCKETS,
+    LF_N,
     MAXMEMORY,
     MEM_CLIENTS,
     MEM_DATASET,
@@ -69,8 +73,11 @@ def clients_memory(w):
 def used_memory(w):
     """``zmalloc_used_memory()``, bytes."""
     I = w.I
-    return (I[MEM_STARTUP] + I[MEM_DATASET] + POINTER * (I[KS_BUCKETS] + I[KS_EXP_BUCKETS])
+    used = (I[MEM_STARTUP] + I[MEM_DATASET] + POINTER * (I[KS_BUCKETS] + I[KS_EXP_BUCKETS])
             + clients_memory(w) + I[AOF_BUF])
+    if I[LF_N] > 0:  # values the lazyfree thread has not freed yet
+        used += lazyfree.in_flight(w)
+    return used
 
 
 @leaf

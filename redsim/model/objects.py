@@ -38,6 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from redsim.model.arena import hi_handle, lo_handle, pair
+from redsim.model.bigkeys import collection_of, is_collection, value_extent
 from redsim.model.jemalloc import size_class
 from redsim.model.jit import entry, leaf
 from redsim.model.zmalloc import zfree, zfree_pair, zmalloc
@@ -149,12 +150,17 @@ def free_key_entry(w, k):
 
 @leaf
 def alloc_value(w, k, vlen, shared):
-    """A new value object for key k (``vlen`` < 0: an integer), as the query
+    """A new value object for key k (``vlen`` -1: an integer; -3 and below: a
+    collection, ``bigkeys``), as the query
     parser makes it (``createRawStringObject``: the sds, then the robj; an
     embstr is one allocation); the old one, if any, is freed after it
     (``dbOverwrite``'s ``decrRefCount``: the sds, then the robj)."""
-    obj, sds = value_requests(vlen if vlen > 0 else 0, vlen < 0, shared)
-    h_sds = zmalloc(w, sds)
+    if is_collection(vlen):  # its robj and one extent (model/bigkeys.py)
+        obj = ROBJ
+        h_sds = value_extent(w, w.cl_bytes[collection_of(vlen)] - ROBJ)
+    else:
+        obj, sds = value_requests(vlen if vlen > 0 else 0, vlen < 0, shared)
+        h_sds = zmalloc(w, sds)
     old = w.ks_aval[k]
     w.ks_aval[k] = pair(h_sds, zmalloc(w, obj))
     zfree_pair(w, old)

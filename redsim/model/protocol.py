@@ -40,6 +40,7 @@ from redsim.model.commands import (  # noqa: F401 - protocol.PROTO_*: the wire's
     SHAPE_KEY_TTL,
     SHAPE_KEY_VALUE,
     SHAPE_KEYS_INT,
+    SHAPE_KEYS_PATTERN,
     SHAPE_MULTI_GET,
     SHAPE_MULTI_SET,
     SHAPE_SCAN,
@@ -112,7 +113,8 @@ def request_bytes(shape, namelen, key, value, k, n, ttl):
     """Request size in bytes. key/value: sizes in bytes; k: keys or members;
     n: count argument; ttl: seconds (0 = no EX option)."""
     name = bulk(namelen)
-    if shape == SHAPE_KEY or shape == SHAPE_KEY_INT or shape == SHAPE_KEY_ARRAY:
+    if shape == SHAPE_KEY or shape == SHAPE_KEY_INT or shape == SHAPE_KEY_ARRAY \
+            or shape == SHAPE_KEYS_PATTERN:  # KEYS' pattern: as long as a key
         return header(2) + name + bulk(key)
     if shape == SHAPE_KEY_VALUE:
         b = header(3) + name + bulk(key) + bulk(value)
@@ -176,6 +178,8 @@ def reply_bytes(shape, key, value, k, n):
         return header(n) + n * bulk(value)
     if shape == SHAPE_SCAN:
         return header(2) + bulk(6) + header(n) + n * bulk(key)
+    if shape == SHAPE_KEYS_PATTERN:
+        return header(n) + n * bulk(key)
     if shape == SHAPE_KEY_FIELD_VALUE or shape == SHAPE_KEY_TTL:
         return integer_reply(1)
     if shape == SHAPE_INFO:
@@ -198,7 +202,7 @@ def value_bytes_moved(shape, value, k, n):
 @step
 def elements(shape, k, n):
     """Elements the command touches (for the per-element CPU part)."""
-    if shape == SHAPE_KEY_ARRAY or shape == SHAPE_SCAN:
+    if shape == SHAPE_KEY_ARRAY or shape == SHAPE_SCAN or shape == SHAPE_KEYS_PATTERN:
         return n
     if (shape == SHAPE_KEYS_INT or shape == SHAPE_MULTI_GET or shape == SHAPE_MULTI_SET
             or shape == SHAPE_KEY_MEMBERS_INT):

@@ -46,7 +46,8 @@ OWNERS = (
     "model.clients", "model.network", "model.client_threads", "model.client_memory",
     "model.clients_cron",
     "model.client_close", "model.client_eviction", "model.protocol",
-    "model.call", "model.locality", "model.db", "model.objects", "model.arena", "model.nonfull",
+    "model.call", "model.locality", "model.db", "model.objects", "model.bigkeys",
+    "model.lazyfree", "model.arena", "model.nonfull",
     "model.tcache", "model.rss",
     "model.admin", "model.memory",
     "model.eviction", "model.lfu", "model.expire",
@@ -64,6 +65,8 @@ PARTS = (
     ("gp", "Groups", False, "a client group of the scenario"),
     ("tb", "Tables", False, "read-only tables (commands, mixes, profiles, traces, CDFs)"),
     ("ks", "Keys", True, "a key id of db 0 (every group's key k is the same key)"),
+    ("cl", "Collections", False, "a collection value (a big key's hash, set, zset or list)"),
+    ("lf", "LazyfreeQueue", False, "a slot of the bio lazy-free thread's job queue"),
     ("al", "Arena", False,
      "a jemalloc bin (a small size class), a thread-cache bin, and the decay's backlog"),
     ("sb", "Slabs", True, "a slab id of jemalloc's arena (its bin and free regions)"),
@@ -174,8 +177,8 @@ EMP_MAX_POINTS = 1001  # most points in one empirical table (config/schema.py)
 # the distribution's low and high (model/rng.py draw; blueprint.py dist).
 DIST_MIXTURE = 5
 
-(Conns, Reqs, Pools, Groups, Tables, Keys, Arena, Slabs, EvPool, IoThreads, ClientThreads, Heap,
- Wheel, Lines, Rng, Pages, Rec) = (
+(Conns, Reqs, Pools, Groups, Tables, Keys, Collections, LazyfreeQueue, Arena, Slabs, EvPool,
+ IoThreads, ClientThreads, Heap, Wheel, Lines, Rng, Pages, Rec) = (
     namedtuple(name, [f.name for f in LAYOUT.parts[pre]]) for pre, name, _rows, _doc in PARTS)
 KEY_ROW_ABSENT = {"cost": 0, "vlen": 0, "lru": 0, "expire": np.inf, "pos": 0, "xpos": -1,
                   "aval": 0, "akey": 0}

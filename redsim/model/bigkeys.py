@@ -1,0 +1,160 @@
+"""Big keys: the scenario's collections (``big-keys``), their values' table, and
+what deleting one costs.
+
+No single Redis function: a big key is a hash, set, sorted set or list in
+the dataset from the start, as ``redis-cli --bigkeys`` would find it. Its
+encoding, bytes, allocations and free effort come from ``encoding.footprint``
+with the server's thresholds. A key row holds a collection by a value length
+of ``COLLECTION - cid`` (-3 and below: -1 is an integer, -2 is ``lookup_key``'s
+miss), which points at row ``cid`` of this table; string keys are unchanged.
+
+Deleting one follows ``src/db.c:dbGenericDelete``: the key's sds, dictEntry
+and expires entry go at once (``db.db_delete``); the value goes to the bio
+lazy-free thread when the delete is lazy and its free effort is above 64
+(``lazyfree.queue``), else it is freed at once, ``allocations × free-alloc``
+of main-thread CPU (``src/object.c:decrRefCount`` →
+``freeHashObject``/``freeSetObject``/``freeZsetObject``/``freeListObject``).
+
+Deviation: the arena holds a collection's value as two allocations, its robj
+and one stand-in for the rest of its bytes (``value_extent``): an allocation
+of its size class up to 32 KB, else an extent of exactly the pages it needs.
+A listpack, an intset or a small quicklist is one allocation in Redis too; a
+hashtable's or skiplist's elements are many small regions, whose slab
+fragmentation and thread-cache traffic are not modelled. ``used_memory``
+counts the value exactly, at its allocations' size classes; RSS exceeds it by
+under a page per big collection.
+
+Deviation: a fork child serialises keys at ``host.child-keys-per-sec``
+whatever their size, so a big key counts as one key there (its RDB bytes are
+its own, ``encoding.rdb_bytes``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from redsim.model.arena import PAGE, large_malloc
+from redsim.model.jit import leaf
+from redsim.model.tcache import LARGE_MAX_PAGES
+from redsim.model.zmalloc import zmalloc
+
+# The kernel state this module owns; model/state.py lays it out (model/layout.py
+# says what each entry holds: where, name, dtype, unit, kind, doc).
+FIELDS = (
+    ("I", "BIG_LO", "i8", "-", "config", "the key row of big-keys[0] (the others follow)"),
+    ("I", "BIG_N", "i8", "-", "config", "big keys in the scenario (rows and collections)"),
+    ("cl", "kind", "i8", "-", "config", "the collection's type (encoding.HASH, SET, ZSET, LIST)"),
+    ("cl", "enc", "i8", "-", "config", "its encoding (encoding.LISTPACK, HASHTABLE, ...)"),
+    ("cl", "elems", "i8", "-", "config", "its elements (fields, members)"),
+    ("cl", "bytes", "i8", "B", "config", "its value's allocated bytes, robj included"),
+    ("cl", "allocs", "i8", "-", "config", "allocations freeing the value releases"),
+    ("cl", "effort", "i8", "-", "config", "lazyfreeGetFreeEffort of the value"),
+    ("cl", "rdb", "i8", "B", "config", "bytes of the value in an RDB file"),
+    ("cl", "aval", "i8", "-", "state",
+     "the value's arena handles (extent, robj) while the lazyfree thread holds it"),
+    ("cl", "t0", "f8", "s", "state", "when the lazyfree thread starts freeing it, s"),
+    ("cl", "t1", "f8", "s", "state", "when the lazyfree thread has freed it, s"),
+)
+
+COLLECTION = -3  # ks_vlen of the key holding collection 0; collection cid is -3 - cid
+
+
+@leaf
+def is_collection(vlen):
+    return vlen <= COLLECTION
+
+
+@leaf
+def collection_of(vlen):
+    """The collection id a key row's value length points at."""
+    return COLLECTION - vlen
+
+
+@leaf
+def value_extent(w, n):
+    """The arena's stand-in for a collection value's ``n`` bytes past its robj:
+    one allocation of its size class up to the thread cache's largest (32 KB),
+    else an extent of exactly the pages it needs, as a value's many regions
+    fill their slabs (a large size class would add up to 25 %)."""
+    pages = (n + PAGE - 1) // PAGE
+    if pages <= LARGE_MAX_PAGES:
+        return zmalloc(w, n)
+    return large_malloc(w, pages)
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def footprints(scenario) -> list:
+    """Each big key's ``encoding.Footprint`` under the scenario's server."""
+    from redsim.model.encoding import TYPES, Limits, footprint
+
+    limits = Limits.of(scenario)
+    q16 = scenario.engine.allocator_quantum == 16
+    return [footprint(TYPES[k.type], k.elements, k.member_size, _value(k), k.integers,
+                      limits, q16) for k in scenario.big_keys]
+
+
+def _value(k) -> int:
+    return (20 if k.value_size is None else k.value_size) if k.type == "hash" else 0
+
+
+def slab_demand(scenario) -> tuple[np.ndarray, np.ndarray]:
+    """The big keys' small allocations: a robj each, and each value's extent
+    when it is small (``arena.slabs_for`` sizes the slab arrays)."""
+    from redsim.model.arena import SMALL_MAX
+    from redsim.model.objects import ROBJ
+
+    sizes = [ROBJ] * len(scenario.big_keys)
+    sizes += [fp.bytes - ROBJ for fp in footprints(scenario) if fp.bytes - ROBJ <= SMALL_MAX]
+    return np.asarray(sizes, np.int64), np.ones(len(sizes), np.int64)
+
+
+def configure(b) -> None:
+    """The collections' table, one row per big key (at least one row, unused
+    when there is none); gives ``collections``."""
+    from redsim.model import state as S
+    from redsim.model.encoding import TYPES, rdb_bytes
+
+    sc = b.scenario
+    fps = footprints(sc)
+    n = len(fps)
+    rows = max(n, 1)
+
+    def col(values):
+        out = np.zeros(rows, np.int64)
+        out[:n] = values
+        return out
+
+    b.fill("cl", kind=col([TYPES[k.type] for k in sc.big_keys]),
+           enc=col([fp.encoding for fp in fps]), elems=col([k.elements for k in sc.big_keys]),
+           bytes=col([fp.bytes for fp in fps]), allocs=col([fp.allocs for fp in fps]),
+           effort=col([fp.effort for fp in fps]),
+           rdb=col([rdb_bytes(TYPES[k.type], fp, k.elements, k.member_size, _value(k))
+                    for k, fp in zip(sc.big_keys, fps, strict=True)]),
+           aval=np.zeros(rows, np.int64), t0=np.zeros(rows), t1=np.zeros(rows))
+    b.I[S.BIG_N] = n
+    b.size["collections"] = n
+
+
+def start(w, b) -> None:
+    """Put the big keys in the dataset, in their order, before the run (no CPU):
+    ``db.preload`` adds each as a client's writes would."""
+    from redsim.model import state as S
+    from redsim.model.db import preload
+    from redsim.model.world import pack
+
+    ref = pack(w)
+    lo = int(w.I[S.BIG_LO])
+    for i, k in enumerate(b.scenario.big_keys):
+        one = np.ones(1, np.int64)
+        preload(ref, one * (lo + i), one * (COLLECTION - i), np.full(1, np.inf), one * 0,
+                len(k.name.encode()), 0)
+
+
+def row_of(scenario, world, name: str) -> int:
+    """The key row of the big key called ``name``."""
+    from redsim.model import state as S
+
+    names = [k.name for k in scenario.big_keys]
+    return int(world.I[S.BIG_LO]) + names.index(name)

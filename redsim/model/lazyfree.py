@@ -1,0 +1,173 @@
+"""Lazy freeing: which deletes free a value on the main thread and which hand it
+to the bio lazy-free thread, and that thread's timeline.
+
+Follows ``src/lazyfree.c:freeObjAsync`` (7.0/7.2: a value whose
+``lazyfreeGetFreeEffort`` is above ``LAZYFREE_THRESHOLD``, 64, goes to the bio
+thread, anything smaller is freed at once even when the delete is lazy),
+``src/lazyfree.c:lazyfreeFreeObject`` (the bio side: ``lazyfree_objects``
+down, ``lazyfreed_objects`` up, once per value), ``src/bio.c`` (one
+``BIO_LAZY_FREE`` thread, jobs in FIFO order) and ``src/db.c:dbGenericDelete``
+(the key's sds, its dictEntry and its expires entry are always freed at once;
+only the value can wait). Which deletes are lazy: UNLINK always; DEL with
+``lazyfree-lazy-user-del``; eviction with ``lazyfree-lazy-eviction``; expiry
+with ``lazyfree-lazy-expire`` (reference §2.9, research notes §3.2).
+
+``used_memory`` is one atomic counter that whichever thread frees decrements
+(``src/zmalloc.c:update_zmalloc_stat_free``), so a value handed to the bio
+thread stays in ``used_memory`` until the thread frees it, allocation by
+allocation. The thread's jobs run back to back: a job starts when it is
+queued or when the one before it ends, and takes ``allocations × free-alloc``
+seconds (``engine.cpu.free-alloc``, the same per-allocation cost a
+synchronous free pays on the main thread). While it runs, the value's bytes
+leave ``used_memory`` at a steady rate (``in_flight``); when it ends the
+value's arena extent is freed and the job is counted. The main thread pays
+``engine.cpu.lazyfree-job`` to queue one (``bioCreateLazyFreeJob``: a
+16-byte job, a list node, a mutex and a condition-variable signal).
+
+On a host with shared cores (``host.cores``) the thread is a CPU-bound thread
+while it has work, like a fork child: the host's scheduler gives it a share
+and pushes its timeline back by the CPU it did not get
+(``Kernel.lazyfree_running``, ``Kernel.delay_lazyfree``).
+
+Deviation: its frees go straight to the arena, not through a thread cache of
+its own, and its jobs' frees leave ``used_memory`` at a steady rate (the
+reference host's drains are straight lines but for a last 6–15 % step when a
+hashtable's bucket array goes).
+
+Deviation: ``FLUSHALL ASYNC`` / ``lazyfree-lazy-user-flush`` and
+``lazyfree-lazy-server-del`` (overwrites and implicit deletes) are not
+modelled: redsim's commands never overwrite or implicitly delete a
+collection.
+"""
+
+from __future__ import annotations
+
+from redsim.model.arena import arena_zfree, hi_handle, lo_handle
+from redsim.model.encoding import LAZYFREE_THRESHOLD
+from redsim.model.jit import leaf
+from redsim.model.ring import wrap
+from redsim.model.state import (
+    C_FREE_ALLOC,
+    C_LF_JOB,
+    LF_BYTES,
+    LF_CAP,
+    LF_FIRST,
+    LF_FREE_AT,
+    LF_N,
+    STAT_LAZYFREED,
+    WI_LAZYFREED,
+    T,
+)
+from redsim.observe.bins import count
+
+# The kernel state this module owns; model/state.py lays it out (model/layout.py
+# says what each entry holds: where, name, dtype, unit, kind, doc).
+FIELDS = (
+    ("I", "LAZY_USER_DEL", "i8", "-", "config", "lazyfree-lazy-user-del: DEL frees as UNLINK"),
+    ("I", "LAZY_EXPIRE", "i8", "-", "config", "lazyfree-lazy-expire"),
+    ("I", "LF_CAP", "i8", "-", "config", "slots of the bio lazy-free queue (one per collection)"),
+    ("I", "LF_FIRST", "i8", "-", "state", "the slot of the bio thread's current (oldest) job"),
+    ("I", "LF_N", "i8", "-", "state",
+     "lazyfree_pending_objects: values queued for the bio thread or being freed by it"),
+    ("I", "LF_BYTES", "i8", "B", "state",
+     "bytes of the pending values (the current job's whole value until it ends)"),
+    ("I", "STAT_LAZYFREED", "i8", "-", "counter", "lazyfreed_objects: values the bio thread freed"),
+    ("F", "LF_FREE_AT", "f8", "s", "state", "when the bio thread ends its last queued job, s"),
+    ("F", "C_FREE_ALLOC", "f8", "s", "config",
+     "CPU to free one allocation (a collection's element walk), s (engine.cpu.free-alloc)"),
+    ("F", "C_LF_JOB", "f8", "s", "config",
+     "main-thread CPU to queue one lazy free, s (engine.cpu.lazyfree-job)"),
+    ("wi", "WI_LF_PENDING", "i8", "-", "gauge", "lazyfree_pending_objects at the window's end"),
+    ("wi", "WI_LAZYFREED", "i8", "-", "count", "values the bio thread freed in the window"),
+    ("lf", "job", "i8", "-", "state", "the queued values, oldest first: collection ids"),
+)
+
+
+@leaf
+def free_cpu(w, allocs):
+    """CPU seconds to free ``allocs`` allocations (``decrRefCount`` of a value)."""
+    return allocs * w.F[C_FREE_ALLOC]
+
+
+@leaf
+def queue(w, cid, effort):
+    """``freeObjAsync`` of collection ``cid`` with free effort ``effort``: True
+    if it went to the bio thread (its bytes stay in ``used_memory`` until freed),
+    False if the caller must free it now."""
+    I = w.I
+    F = w.F
+    if effort <= LAZYFREE_THRESHOLD:
+        return False
+    start = max(F[T], F[LF_FREE_AT]) if I[LF_N] > 0 else F[T]
+    w.cl_t0[cid] = start
+    w.cl_t1[cid] = start + free_cpu(w, w.cl_allocs[cid])
+    F[LF_FREE_AT] = w.cl_t1[cid]
+    w.lf_job[wrap(I[LF_FIRST] + I[LF_N], I[LF_CAP])] = cid
+    I[LF_N] += 1
+    I[LF_BYTES] += w.cl_bytes[cid]
+    return True
+
+
+@leaf
+def catch_up(w):
+    """Let the bio thread finish every job that has ended by now: the value's
+    extent and robj go back to the arena and the job is counted."""
+    I = w.I
+    F = w.F
+    while I[LF_N] > 0:
+        cid = w.lf_job[I[LF_FIRST]]
+        if w.cl_t1[cid] > F[T]:
+            break
+        v = w.cl_aval[cid]
+        arena_zfree(w, lo_handle(v))
+        arena_zfree(w, hi_handle(v))
+        w.cl_aval[cid] = 0
+        I[LF_BYTES] -= w.cl_bytes[cid]
+        I[LF_FIRST] = wrap(I[LF_FIRST] + 1, I[LF_CAP])
+        I[LF_N] -= 1
+        I[STAT_LAZYFREED] += 1
+        count(w, WI_LAZYFREED, F[T], 1)
+
+
+@leaf
+def in_flight(w):
+    """Bytes of ``used_memory`` the bio thread still holds: the pending values,
+    less what the current job has freed so far (it frees at a steady rate)."""
+    catch_up(w)
+    I = w.I
+    if I[LF_N] == 0:
+        return 0
+    cid = w.lf_job[I[LF_FIRST]]
+    t0, t1 = w.cl_t0[cid], w.cl_t1[cid]
+    done = 0
+    now = w.F[T]
+    if now > t0 and t1 > t0:
+        done = int(w.cl_bytes[cid] * (now - t0) / (t1 - t0))
+    return I[LF_BYTES] - done
+
+
+@leaf
+def job_cpu(w):
+    """Main-thread CPU of queueing one job, s."""
+    return w.F[C_LF_JOB]
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def configure(b) -> None:
+    """``lazyfree-lazy-*``, the free costs, and a queue slot per collection value
+    (needs ``bigkeys.configure``'s ``collections``)."""
+    import numpy as np
+
+    from redsim.model import state as S
+    from redsim.model.blueprint import US
+
+    server, cpu = b.scenario.server, b.scenario.engine.cpu
+    b.I[S.LAZY_USER_DEL] = 1 if server.lazyfree_lazy_user_del else 0
+    b.I[S.LAZY_EXPIRE] = 1 if server.lazyfree_lazy_expire else 0
+    b.F[S.C_FREE_ALLOC] = cpu.free_alloc * US * cpu.scale
+    b.F[S.C_LF_JOB] = cpu.lazyfree_job * US * cpu.scale
+    cap = max(b.size["collections"], 1)
+    b.I[S.LF_CAP] = cap
+    b.fill("lf", job=np.zeros(cap, np.int64))
