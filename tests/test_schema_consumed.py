@@ -159,9 +159,7 @@ def test_every_field_is_read_by_the_model_or_listed(consumed):
         f"listed but read: {sorted((set(READ_OUTSIDE_THE_MODEL) | not_yet) - unread)}")
 
 
-@pytest.mark.parametrize("directive, value", [
-    ("lazyfree-lazy-expire", "yes"), ("lazyfree-lazy-server-del", "yes"),
-    ("lazyfree-lazy-user-del", "yes")])
+@pytest.mark.parametrize("directive, value", [("lazyfree-lazy-server-del", "yes")])
 def test_a_field_not_modelled_yet_warns_when_set(directive, value):
     assert directive in NOT_YET_MODELLED
     forget_warnings()
