@@ -299,6 +299,7 @@ class Result:
             "lazyfree_pending_objects_end": int(w.I[S.LF_N]),
             "expired_time_cap_reached_count": int(w.I[S.STAT_EXPIRE_CAPPED]),
             "oom_rejected": int(w.I[S.STAT_OOM]),
+            "busy_rejected": int(w.I[S.STAT_BUSY]),
             "active_defrag_hits": int(w.I[S.STAT_DF_HITS]),
             "active_defrag_misses": int(w.I[S.STAT_DF_MISSES]),
             "active_defrag_key_hits": int(w.I[S.STAT_DF_KEY_HITS]),
@@ -447,7 +448,7 @@ class Result:
 GROUP_METRICS = ("requests_completed", "throughput_rps", "latency_mean_s",
                  *(f"latency_{k}_s" for k in PERCENTILES), "latency_max_s",
                  "requests_rejected", "requests_failed", "requests_timed_out",
-                 "connections_refused", "oom_rejected", "connections_peak")
+                 "connections_refused", "oom_rejected", "busy_rejected", "connections_peak")
 """Each client group's figures in ``Result.groups`` and, as ``<group>.<metric>``,
 in ``Result.summary``."""
 
@@ -482,6 +483,7 @@ def _group_tables(scenario, w: S.World, n: int, length: np.ndarray, ts: pd.DataF
             "requests_rejected": int(w.gp_rejected[g]), "requests_failed": int(w.gp_failed[g]),
             "requests_timed_out": int(w.gp_timeouts[g]),
             "connections_refused": int(w.gp_refused[g]), "oom_rejected": int(w.gp_oom[g]),
+            "busy_rejected": int(w.gp_busy[g]),
             "connections_peak": int(w.gp_conns_peak[g])})
         win = w.I[S.N_WIN]
         cut = slice(g * win, g * win + n)
@@ -594,6 +596,7 @@ def _memory_columns(ts: pd.DataFrame, wi: np.ndarray, scenario, length: np.ndarr
     ts["lazyfreed_objects"] = np.cumsum(wi[S.WI_LAZYFREED])
     ts["evicted_per_sec"] = wi[S.WI_EVICTED] / length
     ts["oom_rejected_per_sec"] = wi[S.WI_OOM] / length
+    ts["busy_rejected_per_sec"] = wi[S.WI_BUSY] / length
     # Persistence (INFO persistence), gauges at each window's end.
     ts["aof_buffer_length"] = wi[S.WI_AOF_BUF]
     ts["aof_current_size"] = wi[S.WI_AOF_SIZE]

@@ -132,8 +132,8 @@ write-once keys, so that the functions a run calls are in the cache after it."""
 
 def warm_up() -> float:
     """Compile (or load) the kernel by running ``WARM_UP``; returns the wall
-    seconds it took (about a minute when it compiles, well under one when the
-    cache has it)."""
+    seconds it took (~400 s on the reference 2-vCPU VM when it compiles, a few
+    when the cache has it)."""
     import time
 
     from redsim.config import load_scenario

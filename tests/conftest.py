@@ -117,3 +117,13 @@ def s0_cache(request, tmp_path_factory):
             base = base.parent
         return base / "s0-runs"
     return request.config.cache.mkdir("redsim-s0")
+
+
+@pytest.fixture
+def python_kernel():
+    """The kernel's functions run as Python for the test (``engine_helpers.interpreted``):
+    for tests that call one step on a ``tiny_world``."""
+    from tests.engine_helpers import interpreted
+
+    with interpreted():
+        yield

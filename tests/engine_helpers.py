@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
+
 ZERO_OVERHEAD = {
     "iteration": 0, "wakeup": 0, "read": 0, "read-per-byte": 0, "write": 0, "write-per-byte": 0,
     "accept": 0, "close": 0, "cron": 0, "clients-cron-per-client": 0,
@@ -74,3 +77,43 @@ def changed(base: dict, **changes) -> dict:
         else:
             d[key] = value
     return d
+
+
+@contextlib.contextmanager
+def interpreted():
+    """Inside: every compiled kernel function runs as its Python source, as under
+    ``NUMBA_DISABLE_JIT=1``, so a test can call one step on a ``tiny_world``.
+
+    Called compiled, a step given a ``World`` of arrays (not the ``WorldPtr``
+    the kernel passes) is compiled anew for that type with everything it
+    calls: ``perform_evictions`` alone took over 10 minutes and 12 GB in a
+    cold cache, most of what made the suite slow on a fresh machine. Each
+    kernel module's compiled functions (and ``prefetch``, which only compiles)
+    are swapped for their Python versions until the block ends; the entry
+    points, which take the ``pack``-ed ``world`` (building a world calls
+    them), stay compiled.
+    """
+    import inspect
+
+    from numba.core.dispatcher import Dispatcher
+
+    from redsim.model import world
+
+    python = {id(world._prefetch): world._no_prefetch}
+    swapped = []
+    for name, module in list(sys.modules.items()):
+        if not name.startswith(("redsim.model", "redsim.observe")) or module is None:
+            continue
+        for attr, value in list(vars(module).items()):
+            if isinstance(value, Dispatcher) and \
+                    next(iter(inspect.signature(value.py_func).parameters), "") != "world":
+                swapped.append((module, attr, value))
+                setattr(module, attr, value.py_func)
+            elif id(value) in python:
+                swapped.append((module, attr, value))
+                setattr(module, attr, python[id(value)])
+    try:
+        yield
+    finally:
+        for module, attr, value in swapped:
+            setattr(module, attr, value)

@@ -50,6 +50,7 @@ def _world_with_clients(limit_kb: int, mems_kb: list[float], entered: list[int])
     return w
 
 
+@pytest.mark.usefixtures("python_kernel")  # a step on a World of arrays, as Python
 def test_the_largest_bucket_goes_first_then_the_earliest_into_the_next():
     # 40 + 80 + 80 + 200 + 0 + 40 = 440 KB of clients, in buckets (bit length
     # - 15) 1, 2, 2, 3, -, 1.
@@ -72,6 +73,7 @@ def test_the_largest_bucket_goes_first_then_the_earliest_into_the_next():
     assert [int(x) for x in w.cn_srv_closed] == [0, 0, 1, 1, 0, 0]
 
 
+@pytest.mark.usefixtures("python_kernel")
 def test_the_limit_is_at_least_128_kb():
     # getClientEvictionLimit raises a smaller setting to 128 KB: 120 KB of
     # clients is over 100 KB but under 128 KB, so nobody is evicted.

@@ -14,9 +14,8 @@ from redsim import load_scenario, simulate
 from redsim.config import ScenarioError, resolved_dict, scenario_hash
 from redsim.config.loader import resolve_distribution_files
 from redsim.config.schema import DurationDist, SizeDist
-from redsim.model import disk, preload
+from redsim.model import disk, preload, rng
 from redsim.model import state as S
-from redsim.model.rng import draw, peek_uniform
 from tests.engine_helpers import ZERO_OVERHEAD, tiny_world
 
 # Quantiles at log2-µs bin edges (the fsync histogram's bins): P(< 128 µs) = 0.25,
@@ -243,6 +242,7 @@ def test_mistakes_name_the_field(tmp_path, spec, where, expected):
 # --- the kernel's draws -------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("python_kernel")  # a step on a World of arrays, as Python
 def test_the_kernels_fsync_draws_follow_the_table():
     w, _ = tiny_world({"disk": {"fsync": {"distribution": "empirical", "quantiles": QUANTILES}}})
     assert w.I[S.DISK_KIND] == S.DIST_EMPIRICAL
@@ -253,6 +253,7 @@ def test_the_kernels_fsync_draws_follow_the_table():
     assert _ks(x, d) < KS_C / math.sqrt(n)
 
 
+@pytest.mark.usefixtures("python_kernel")
 def test_the_kernels_value_size_and_think_draws_are_the_tables_inverse_cdf():
     # Each draw is the table's inverse CDF at the uniform it consumed: with the
     # uniforms peeked before each draw, the kernel's value must equal numpy's
@@ -273,8 +274,8 @@ def test_the_kernels_value_size_and_think_draws_are_the_tables_inverse_cdf():
         u = np.empty(n)
         x = np.empty(n)
         for i in range(n):
-            u[i] = peek_uniform(w, s, 0)
-            x[i] = draw(w, s, *args)
+            u[i] = rng.peek_uniform(w, s, 0)
+            x[i] = rng.draw(w, s, *args)
             if w.I[S.RNG_LOW]:
                 streams.refill()
                 w.I[S.RNG_LOW] = 0

@@ -12,6 +12,9 @@ from redsim.model import state as S
 from redsim.model.blueprint import Blueprint
 from tests.engine_helpers import tiny_world
 
+# Steps called on a World of arrays: as Python, not compiled for that type.
+pytestmark = pytest.mark.usefixtures("python_kernel")
+
 
 def _world():
     return tiny_world({"name": "u", "sample-interval": 0.1,

@@ -12,6 +12,9 @@ from redsim.model import eviction, expire, latency
 from redsim.model import state as S
 from tests.engine_helpers import tiny_world
 
+# Steps called on a World of arrays: as Python, not compiled for that type.
+pytestmark = pytest.mark.usefixtures("python_kernel")
+
 KEYS = 1000
 
 

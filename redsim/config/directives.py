@@ -126,6 +126,7 @@ MODELLED_DIRECTIVES: frozenset[str] = frozenset(
         "zset-max-listpack-entries",
         "zset-max-listpack-value",
         "list-max-listpack-size",
+        "busy-reply-threshold",
     }
 )
 
@@ -135,6 +136,7 @@ DIRECTIVE_ALIASES: dict[str, str] = {
     "zset-max-ziplist-entries": "zset-max-listpack-entries",
     "zset-max-ziplist-value": "zset-max-listpack-value",
     "list-max-ziplist-size": "list-max-listpack-size",
+    "lua-time-limit": "busy-reply-threshold",
 }
 """Old names Redis 7 still accepts for a modelled directive (``src/config.c``'s
 alias column): a scenario or redis.conf may use either."""

@@ -380,6 +380,10 @@ class Server(_Model):
     list_max_listpack_size: Annotated[int, _v(_list_size)] = -2
     """A list's node (quicklist) limit: −1 … −5 for 4, 8, 16, 32, 64 KB, or a
     positive count of elements per node (alias ``list-max-ziplist-size``)."""
+    busy_reply_threshold: Annotated[int, _v(parse_int, minimum=0, maximum=INT_MAX)] = 5000
+    """A script (EVAL, FCALL) running longer than this lets other clients in,
+    each command answered ``-BUSY``, ms; 0 = never (alias ``lua-time-limit``;
+    ``model/scripts.py``)."""
     lfu_log_factor: Annotated[int, _v(parse_int, minimum=0, maximum=INT_MAX)] = 10
     lfu_decay_time: Annotated[int, _v(parse_int, minimum=0, maximum=INT_MAX)] = 1
     """Minutes per LFU counter decrement; 0 = never decay."""
@@ -654,6 +658,16 @@ class Cpu(_Model):
     measured 97 ns for a 1M-member set, 74 for a 1M-element list's nodes, 40
     for a 1M-member sorted set (its skiplist walked in allocation order) and
     157 for a 513 MB hash (page walks): calibrate to your values' sizes."""
+    lua_hook: CostUs = 260.0
+    """The main thread's time between two of a running script's busy checks
+    (Redis's count hook, every 100,000 Lua VM instructions), µs
+    (``model/scripts.py``). The reference host (Debian 7.0.15, a bare Lua loop
+    at 6.9 ns per iteration, busy-reply-threshold 100 ms): a client sending
+    PING back to back was answered -BUSY every 0.24-0.28 ms (medians of 5
+    trials, 0.27 ms in the middle one), of which ~10 µs is the pass that
+    answers it. A script whose time goes into ``redis.call`` executes fewer
+    instructions per second: one calling PING in its loop was checked every
+    4.5 ms, so set this from your scripts."""
     lazyfree_job: CostUs = 20.0
     """Queueing one value for the lazyfree thread (``bioCreateLazyFreeJob``: an
     allocation, a mutex and a condition-variable signal that wakes the bio
@@ -1497,6 +1511,18 @@ class MixEntry(_Model):
     """Elements returned/visited (SMEMBERS, HGETALL, ZRANGE, SCAN); None = default."""
     ttl: Annotated[float | None, _v(_optional(_duration_above_zero))] = None
     """TTL set on written keys, s; None = no TTL."""
+    duration: DurationDist | None = None
+    """EVAL, EVALSHA, FCALL: the script's run time on the main thread on top of
+    the command's fixed cost, s (a distribution, e.g. ``{distribution: exponential, mean: 2ms}``);
+    None = a trivial script. Past ``server.busy-reply-threshold`` other
+    clients get ``-BUSY`` (``model/scripts.py``)."""
+
+    @model_validator(mode="after")
+    def _check(self) -> MixEntry:
+        if self.duration is not None and not COMMANDS[self.command.upper()].script:
+            raise BadValue("a duration only for EVAL, EVALSHA or FCALL (a script's run time)",
+                           self.command, field=("duration",))
+        return self
 
 
 def _parse_mix(v: Any) -> Any:

@@ -30,6 +30,11 @@ from redsim.host.scheduler import share
 from redsim.kernel import Kernel
 from redsim.simulation import Simulation, control_timeout
 
+BACKGROUND = (("child_serialising", "delay_child"), ("lazyfree_running", "delay_lazyfree"))
+"""The background threads a host's cores run beside each instance's main thread,
+CPU-bound while they work: (the ``Kernel`` property that says one is working,
+the ``Kernel`` method that pushes its work back by CPU it did not get)."""
+
 HOST_FIELDS = ("t0", "t1", "redis_cpu", "children_cpu", "softirq_cpu", "irq_cpu",
                "threads_runnable", "io_cpu", "client_cpu", "lazyfree_cpu")
 """One row per scheduler window (``HostSimulation.windows``): its start and end
@@ -80,8 +85,10 @@ class HostSimulation:
         io = _Threads([k.io_threads_account for k in ks])
         cli = _Threads([k.client_account for k in ks])
         rates = np.ones(n)
-        child_rate = np.ones(n)
-        bio_rate = np.ones(n)  # each instance's lazyfree thread (model/lazyfree.py)
+        # Each instance's CPU-bound background threads, one row per kind: its fork
+        # child while it serialises, its lazyfree thread while it frees
+        # (model/lazyfree.py); a row's share of a core, 1 when cores are not short.
+        bg_rate = np.ones((len(BACKGROUND), n))
         held_est = None
         held_prev = np.zeros(n)
         clock_last = np.array([k.now for k in ks])
@@ -91,16 +98,16 @@ class HostSimulation:
             if t_next <= t:
                 t_next = min(t + self.window, self.horizon)
             dt = t_next - t
-            serialising = [k.child_serialising for k in ks]
-            freeing = [k.lazyfree_running for k in ks]
+            working = [[i for i, k in enumerate(ks) if getattr(k, running)]
+                       for running, _ in BACKGROUND]
+            for j, (_, delay) in enumerate(BACKGROUND):
+                for i in working[j]:
+                    if bg_rate[j, i] < 1.0:  # what it did not get pushes its work back
+                        getattr(ks[i], delay)(dt * (1.0 - bg_rate[j, i]))
             for i, k in enumerate(ks):
                 k.set_cpu_rate(rates[i])
                 k.set_io_rate(io.rate[i])
                 k.set_client_rate(cli.rate[i])
-                if serialising[i] and child_rate[i] < 1.0:
-                    k.delay_child(dt * (1.0 - child_rate[i]))
-                if freeing[i] and bio_rate[i] < 1.0:
-                    k.delay_lazyfree(dt * (1.0 - bio_rate[i]))
                 if k.now < t_next:
                     k.run_until(t_next)
             now = np.array([k.cpu_account() for k in ks], dtype=float)
@@ -108,10 +115,9 @@ class HostSimulation:
             last = now
             used = delta[:, 0]
             softirq, irq = self.net.cpu(float(delta[:, 2].sum()), float(delta[:, 3].sum()), dt)
-            children = [i for i in range(n) if serialising[i]]
-            child_cpu = float(sum(child_rate[i] for i in children)) * dt
-            bios = [i for i in range(n) if freeing[i]]
-            bio_cpu = float(sum(bio_rate[i] for i in bios)) * dt
+            child_cpu, bio_cpu = (float(sum(bg_rate[j, i] for i in working[j])) * dt
+                                  for j in range(len(BACKGROUND)))
+            n_bg = sum(len(idx) for idx in working)
             # A kernel stops at an iteration's end, past the window's at times, and
             # then sits out the next: shares are over its own clock's advance.
             clocks = np.array([k.now for k in ks])
@@ -123,24 +129,22 @@ class HostSimulation:
             held_prev = held
             io_cpu = io.observe(seen, moved)
             cli_cpu = cli.observe(seen, moved)
-            runnable = float(held.sum() + len(children) + len(bios) + io.b.sum()
-                             + cli.b.sum())
+            runnable = float(held.sum() + n_bg + io.b.sum() + cli.b.sum())
             # The next window's shares, from this one's runnable shares (one
             # window's lag), smoothed over two windows against see-saws.
             if math.isfinite(self.cores):
                 held_est = held if held_est is None else 0.5 * (held_est + held)
                 # Fork children and lazyfree threads are CPU-bound while they work.
-                b = np.concatenate([held_est, np.ones(len(children) + len(bios)), io.b, cli.b])
+                b = np.concatenate([held_est, np.ones(n_bg), io.b, cli.b])
                 free = max(self.cores - (softirq + irq) / dt, 0.01 * self.cores)
                 r = share(b, free)
                 rates = r[:n].copy()
-                child_rate = np.ones(n)
-                for j, i in enumerate(children):
-                    child_rate[i] = r[n + j]
-                bio_rate = np.ones(n)
-                for j, i in enumerate(bios):
-                    bio_rate[i] = r[n + len(children) + j]
-                first = io.assign(r, n + len(children) + len(bios))
+                bg_rate = np.ones((len(BACKGROUND), n))
+                pos = n
+                for j, idx in enumerate(working):
+                    bg_rate[j, idx] = r[pos:pos + len(idx)]
+                    pos += len(idx)
+                first = io.assign(r, pos)
                 cli.assign(r, first)
             self.windows.append((t, t_next, float(used.sum()), child_cpu, softirq, irq,
                                  runnable, io_cpu, cli_cpu, bio_cpu))

@@ -132,7 +132,7 @@ def delete_pattern(w, lo, hi, pattern, every, fraction):
     spent = 0.0
     for k in range(lo, hi):
         if key_exists(w, k) and _chosen(w, k - lo, hi - lo, pattern, every, fraction):
-            spent += db_delete(w, k, False)[1]
+            spent += db_delete(w, k, np.bool_(False))[1]  # one db_delete
             feed_del(w)
             spent += _cost(w, DEL, 0)
     return spent
@@ -142,11 +142,10 @@ def delete_pattern(w, lo, hi, pattern, every, fraction):
 def delete_key(w, k, unlink):
     """``DEL`` (``unlink`` 0) or ``UNLINK`` (1) of key row ``k``, a big key;
     returns the main-thread seconds it took (nothing to do if it is gone)."""
-    if not key_exists(w, k):
-        return _cost(w, UNLINK if unlink else DEL, 0)
-    lazy = unlink == 1 or w.I[LAZY_USER_DEL] == 1
-    spent = _cost(w, UNLINK if unlink else DEL, 0) + db_delete(w, k, lazy)[1]
-    feed_del(w)
+    spent = _cost(w, UNLINK if unlink else DEL, 0)
+    if key_exists(w, k):
+        spent += db_delete(w, k, unlink == 1 or w.I[LAZY_USER_DEL] == 1)[1]
+        feed_del(w)
     return spent
 
 
@@ -166,7 +165,7 @@ def flushall(w):
     for x in range(mask + 1):
         p = scan_position(x, mask)
         if p < n:
-            spent += db_delete(w, keys[p], False)[1]
+            spent += db_delete(w, keys[p], np.bool_(False))[1]
             spent += _cost(w, DEL, 0)
     resize_table(w, KS_BUCKETS, KS_BUCKETS_H, 0)
     resize_table(w, KS_EXP_BUCKETS, KS_EXP_BUCKETS_H, 0)

@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from redsim.model import disk, latency
 from redsim.model.histogram import log2_bucket
 from redsim.model.jit import leaf, step
@@ -238,7 +240,7 @@ def aof_cron(w):
     if not I[AOF_ON]:
         return
     if F[AOF_POSTPONE_START] >= 0.0:
-        flush_append_only_file(w, False)
+        flush_append_only_file(w, np.bool_(False))
     if (I[AOF_POLICY] == FSYNC_NO and I[AOF_UNSYNCED] > 0
             and F[T] - F[AOF_LAST_WRITEBACK] >= WRITEBACK_INTERVAL):
         disk.submit(w, F[T], I[AOF_UNSYNCED], False)

@@ -42,7 +42,6 @@ from redsim.model.zmalloc import zmalloc
 # says what each entry holds: where, name, dtype, unit, kind, doc).
 FIELDS = (
     ("I", "BIG_LO", "i8", "-", "config", "the key row of big-keys[0] (the others follow)"),
-    ("I", "BIG_N", "i8", "-", "config", "big keys in the scenario (rows and collections)"),
     ("cl", "kind", "i8", "-", "config", "the collection's type (encoding.HASH, SET, ZSET, LIST)"),
     ("cl", "enc", "i8", "-", "config", "its encoding (encoding.LISTPACK, HASHTABLE, ...)"),
     ("cl", "elems", "i8", "-", "config", "its elements (fields, members)"),
@@ -99,25 +98,26 @@ def _value(k) -> int:
     return (20 if k.value_size is None else k.value_size) if k.type == "hash" else 0
 
 
-def slab_demand(scenario) -> tuple[np.ndarray, np.ndarray]:
+def slab_demand(b) -> tuple[np.ndarray, np.ndarray]:
     """The big keys' small allocations: a robj each, and each value's extent
-    when it is small (``arena.slabs_for`` sizes the slab arrays)."""
+    when it is small (``arena.slabs_for`` sizes the slab arrays). Needs
+    ``configure``'s footprints."""
     from redsim.model.arena import SMALL_MAX
     from redsim.model.objects import ROBJ
 
-    sizes = [ROBJ] * len(scenario.big_keys)
-    sizes += [fp.bytes - ROBJ for fp in footprints(scenario) if fp.bytes - ROBJ <= SMALL_MAX]
+    fps = b.extra["big_footprints"]
+    sizes = [ROBJ] * len(fps) + [fp.bytes - ROBJ for fp in fps if fp.bytes - ROBJ <= SMALL_MAX]
     return np.asarray(sizes, np.int64), np.ones(len(sizes), np.int64)
 
 
 def configure(b) -> None:
     """The collections' table, one row per big key (at least one row, unused
-    when there is none); gives ``collections``."""
-    from redsim.model import state as S
+    when there is none); gives ``collections`` and the footprints
+    ``slab_demand`` reads."""
     from redsim.model.encoding import TYPES, rdb_bytes
 
     sc = b.scenario
-    fps = footprints(sc)
+    fps = b.extra["big_footprints"] = footprints(sc)
     n = len(fps)
     rows = max(n, 1)
 
@@ -133,7 +133,6 @@ def configure(b) -> None:
            rdb=col([rdb_bytes(TYPES[k.type], fp, k.elements, k.member_size, _value(k))
                     for k, fp in zip(sc.big_keys, fps, strict=True)]),
            aval=np.zeros(rows, np.int64), t0=np.zeros(rows), t1=np.zeros(rows))
-    b.I[S.BIG_N] = n
     b.size["collections"] = n
 
 
@@ -149,7 +148,7 @@ def start(w, b) -> None:
     for i, k in enumerate(b.scenario.big_keys):
         one = np.ones(1, np.int64)
         preload(ref, one * (lo + i), one * (COLLECTION - i), np.full(1, np.inf), one * 0,
-                len(k.name.encode()), 0)
+                len(k.name.encode()), 0.0)
 
 
 def row_of(scenario, world, name: str) -> int:

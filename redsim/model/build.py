@@ -43,6 +43,7 @@ from redsim.model import (
     protocol,
     rng,
     rss,
+    scripts,
     tcache,
 )
 from redsim.model import state as S
@@ -57,6 +58,7 @@ STEPS = (
     network.configure,  # needs conns and groups
     client_threads.configure,
     call.configure,
+    scripts.configure,  # needs conns
     locality.configure,
     bigkeys.configure,  # the collections' table
     lazyfree.configure,  # needs collections

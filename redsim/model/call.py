@@ -201,7 +201,7 @@ def call(w, c):
     key = w.cn_next_key[c]
     effect = w.tb_cmd_effect[cmd]
     changed = 1  # keys a write changed (server.dirty); collections and traces: 1
-    freeing = 0.0  # CPU of freeing deleted values beyond a string's, s (not scaled)
+    unscaled = 0.0  # CPU past the table's: freeing deleted values, a script's run, s
     scanned = 0  # keys of the db the command walks (KEYS)
     if effect == EFFECT_KEYS:
         scanned = w.I[KS_KEYS]
@@ -228,7 +228,7 @@ def call(w, c):
                 key = new_key_row(w)
             for i in range(k):
                 set_key(w, key if i == 0 else pick_key(w, g), key_len, w.cn_next_value[c],
-                        w.cn_next_ttl[c])
+                        float(w.cn_next_ttl[c]))  # float as INCR's: one compiled set_key
             changed = k
             remember(w, g, key)
         elif effect == EFFECT_DELETE:
@@ -238,7 +238,7 @@ def call(w, c):
             for i in range(k):
                 kk = key if i == 0 else pick_key(w, g)
                 if key_live(w, kk):
-                    freeing += db_delete(w, kk, lazy)[1]
+                    unscaled += db_delete(w, kk, lazy)[1]
                     changed += 1
         elif effect == EFFECT_EXISTS:
             for i in range(k):
@@ -249,20 +249,22 @@ def call(w, c):
                 ttl = 0.0
                 if v != -2 and w.ks_expire[key] != NO_TTL:
                     ttl = w.ks_expire[key] - w.F[T]  # INCR keeps the TTL
-                set_key(w, key, key_len, INTEGER_VALUE, ttl)
+                set_key(w, key, key_len, np.int64(INTEGER_VALUE), ttl)  # not a literal: one set_key
             w.cn_next_reply[c] = 1 + digits(1000) + 2
         elif effect == EFFECT_EXPIRE:
             changed = 0
             if key_live(w, key):
-                set_key(w, key, key_len, w.ks_vlen[key], w.cn_next_ttl[c])
+                set_key(w, key, key_len, w.ks_vlen[key], float(w.cn_next_ttl[c]))
                 changed = 1
     if w.tb_cmd_write[cmd] and changed > 0:
         # call() → propagate: the command goes to the AOF as it was sent.
         w.I[DIRTY] += changed
         feed(w, w.cn_next_bytes[c])
+    if w.tb_cmd_script[cmd]:  # the script's own run time (model/scripts.py)
+        unscaled += w.cn_next_script[c]
     return w.cn_next_scale[c] * (w.tb_cmd_fixed[cmd] + w.tb_cmd_per_byte[cmd] * moved
                                  + w.tb_cmd_per_elem[cmd] * elements(shape, k, n)
-                                 + w.tb_cmd_per_scanned[cmd] * scanned) + freeing
+                                 + w.tb_cmd_per_scanned[cmd] * scanned) + unscaled
 
 
 # ---- configuration (Python, once per run) ---------------------------------------------

@@ -60,6 +60,11 @@ SHAPE_KEY_FIELD_VALUE = 10  # CMD key field value -> :int (HSET, ZADD)
 SHAPE_KEY_TTL = 11  # CMD key ttl -> :int (EXPIRE)
 SHAPE_INFO = 12  # INFO -> bulk of ~4 KB
 SHAPE_KEYS_PATTERN = 13  # KEYS pattern -> array of the n keys it matches
+SHAPE_SCRIPT = 14  # CMD script numkeys key*k -> :int (EVAL, EVALSHA, FCALL)
+
+# A script command's second argument: EVALSHA's SHA1 in hex; EVAL's script text
+# and FCALL's function name are taken as long.
+SCRIPT_ARG_BYTES = 40
 
 # What a command does to the keyspace (model/call.py). Collections (sets, lists,
 # hashes, sorted sets) are not yet stored: their commands cost CPU and bytes on
@@ -90,6 +95,8 @@ class Command:
         denyoom: flagged CMD_DENYOOM in Redis (rejected with -OOM when nothing
             can be evicted; reference §2.8).
         effect: what it does to the keyspace (EFFECT_*).
+        script: runs a script, for the mix entry's ``duration``
+            (``model/scripts.py``).
     """
 
     name: str
@@ -101,6 +108,7 @@ class Command:
     write: bool = False
     denyoom: bool = False
     effect: int = EFFECT_NONE
+    script: bool = False
 
 
 # KEYS (src/db.c:keysCommand): a safe iterator over the whole db, the pattern
@@ -114,6 +122,19 @@ class Command:
 KEYS_FIXED_US = 1.0
 KEYS_PER_KEY_US = 0.12
 KEYS_PER_MATCH_US = 0.26
+
+# Scripts (src/eval.c:evalGenericCommand, src/functions.c:fcallCommand): the
+# fixed part is a trivial script's, the rest is the mix entry's `duration`
+# (model/scripts.py). The reference host's Debian 7.0.15, INFO commandstats
+# usec_per_call at redis-benchmark -c 50 -P 16, medians of 5
+# (results/calibration/reference-host/collections/scripts.md): EVAL "return 1"
+# 0.525 µs, EVALSHA of it 0.497, FCALL of a Lua function returning 1 0.389,
+# PING 0.034; the table adds PING's 0.096 µs between its commandstats and its
+# row here (lookup, processCommand, the reply). One redis.call inside adds
+# 0.54 µs (GET) or 0.88 µs (SET of 100 B): a script's `duration` includes them.
+EVAL_FIXED_US = 0.62
+EVALSHA_FIXED_US = 0.59
+FCALL_FIXED_US = 0.49
 
 _TABLE = [
     Command("GET", SHAPE_KEY, 0.52, effect=EFFECT_READ),
@@ -145,6 +166,9 @@ _TABLE = [
     Command("INFO", SHAPE_INFO, 20.0),
     Command("KEYS", SHAPE_KEYS_PATTERN, KEYS_FIXED_US, per_element_us=KEYS_PER_MATCH_US,
             per_key_scanned_us=KEYS_PER_KEY_US, effect=EFFECT_KEYS),
+    Command("EVAL", SHAPE_SCRIPT, EVAL_FIXED_US, script=True),
+    Command("EVALSHA", SHAPE_SCRIPT, EVALSHA_FIXED_US, script=True),
+    Command("FCALL", SHAPE_SCRIPT, FCALL_FIXED_US, script=True),
 ]
 
 COMMANDS: dict[str, Command] = {c.name: c for c in _TABLE}

@@ -59,6 +59,7 @@ from redsim.model.objects import (
     string_key_bytes,
 )
 from redsim.model.state import (
+    C_LF_JOB,
     CHILD,
     CHILD_NONE,
     EV_POLICY,
@@ -329,7 +330,7 @@ def db_delete(w, k, lazy):
             w.cl_aval[cid] = w.ks_aval[k]  # the bio thread frees it (lazyfree.catch_up)
             w.ks_aval[k] = 0
             freed -= w.cl_bytes[cid]  # now in the lazyfree thread's bytes
-            cpu = lazyfree.job_cpu(w)
+            cpu = w.F[C_LF_JOB]  # the main thread only queues the job
         else:
             free_value(w, k)
             cpu = lazyfree.free_cpu(w, w.cl_allocs[cid])
@@ -520,7 +521,7 @@ def configure(b) -> None:
     b.extra["preload"] = plans
     sizes, counts = _slab_demand(plans)
     pop_sizes, pop_counts = admin.populate_demand(sc)
-    big_sizes, big_counts = bigkeys.slab_demand(sc)
+    big_sizes, big_counts = bigkeys.slab_demand(b)
     b.extra["slab_demand"] = (np.concatenate([sizes, pop_sizes, big_sizes]),
                               np.concatenate([counts, pop_counts, big_counts]))
     b.size.update(key_rows=n_keys, hot_keys=n_hot, once_lo=n_hot + n_pop + n_big)

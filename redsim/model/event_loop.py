@@ -34,6 +34,12 @@ One iteration, as in ``src/ae.c`` and ``src/server.c`` (reference §1.1–1.2):
    Its next run is ``1000/hz`` ms after it *returns* (ae reschedules from
    the callback's end), with ``dynamic-hz`` doubling hz while clients/hz > 200.
 
+A script (EVAL, FCALL) running past ``busy-reply-threshold`` suspends the
+iteration after its read (``PH_SCRIPT``): ``blocked_iteration`` alternates a
+slice of the script with ``processEventsWhileBlocked``'s passes, whose commands
+are answered ``-BUSY`` (``scripts.py``); when it ends the iteration resumes with
+its time events (``PH_AFTER_READS``).
+
 So a command executed in iteration k has its reply written at the start of
 iteration k+1, after every other ready client of iteration k and after any
 due timer — Redis's own batching, which this model keeps rather than
@@ -80,6 +86,8 @@ timer due exactly at a poll runs after that poll's file events.
 
 from __future__ import annotations
 
+import numpy as np
+
 from redsim.model import (
     client_close,
     client_memory,
@@ -88,6 +96,7 @@ from redsim.model import (
     io_threads,
     netstack,
     network,
+    scripts,
 )
 from redsim.model.admin import admin_command
 from redsim.model.aof import aof_cron, flush_append_only_file
@@ -152,13 +161,16 @@ from redsim.model.state import (
     IO_SLOW,
     KIND_TRACE,
     LRU_CLOCK,
+    LUA_HOOK,
     MAXMEMORY,
     N_CONNS,
     N_POOLS,
     PENDING_CLOSE,
     PENDING_REFUSED,
+    PH_AFTER_READS,
     PH_BEFORE_SLEEP,
     PH_POLL,
+    PH_SCRIPT,
     PHASE,
     POLL_WAKE,
     PW_N,
@@ -169,6 +181,10 @@ from redsim.model.state import (
     RET_REFILL,
     RET_STOP,
     RNG_LOW,
+    SCRIPT_CONN,
+    SCRIPT_LEFT,
+    SCRIPT_REPLY,
+    SCRIPT_STEP,
     SERVICE_STREAM,
     STAT_COMMANDS,
     STAT_OOM,
@@ -323,6 +339,7 @@ def generate_command(w, c):
         big_period = w.tb_tr_big_period[line]
         big_n = w.tb_tr_big_n[line]
         big_len = w.tb_tr_big_len[line]
+        w.cn_next_script[c] = 0.0  # a trace's script: its command's fixed cost only
         if key >= 0:  # a keyed read's value comes from the keyspace when it runs (call.py)
             if rep < 0:
                 rep = reply_bytes(shape, w.gp_key_size[g], 0, k, n)
@@ -354,6 +371,10 @@ def generate_command(w, c):
         req = request_bytes(shape, namelen, key_size, value, k, n, ttl)
         rep = reply_bytes(shape, key_size, value, k, n)
         big_first, big_period, big_n, big_len = big_args(shape, namelen, key_size, value, k, ttl)
+        if w.tb_cmd_script[cmd]:
+            w.cn_next_script[c] = draw(w, s + 1, w.tb_mix_script_kind[j], w.tb_mix_script_mean[j],
+                                       w.tb_mix_script_low[j], w.tb_mix_script_high[j],
+                                       w.tb_mix_script_sigma[j])
     scale = 1.0
     if I[SVC_KIND] != DIST_FIXED:  # mean 1: the command table's costs are the means
         F = w.F
@@ -451,7 +472,9 @@ def read_query_from_client(w, c):
         if I[CE_LIMIT] > 0 and evict_clients(w) > 0 and w.cn_mem[c] == 0:
             gone = True  # processCommand: evictClients freed this very client
             break
-        if I[MAXMEMORY] > 0:  # processCommand: performEvictions before every command
+        if I[SCRIPT_CONN] >= 0:  # processCommand: a script is timed out, -BUSY
+            scripts.refuse(w, c)
+        elif I[MAXMEMORY] > 0:  # processCommand: performEvictions before every command
             result, spent = perform_evictions(w)
             evict_cpu += spent
             if result == EVICT_FAIL and w.tb_cmd_denyoom[w.cn_next_cmd[c]]:
@@ -464,12 +487,17 @@ def read_query_from_client(w, c):
                 cpu += call(w, c)
         else:
             cpu += call(w, c)
-        w.cn_reply_bytes[c] += w.cn_next_reply[c]
-        if I[REDIS_62]:
-            add_reply_62(w, c, w.cn_next_reply[c])
+        if I[SCRIPT_CONN] < 0 and w.tb_cmd_script[w.cn_next_cmd[c]] and scripts.times_out(w, c):
+            cpu -= scripts.time_out(w, c)  # the rest runs in PH_SCRIPT, its reply held
+        if w.cn_next_reply[c] > 0:
+            w.cn_reply_bytes[c] += w.cn_next_reply[c]
+            if I[REDIS_62]:
+                add_reply_62(w, c, w.cn_next_reply[c])
         w.cn_next_cmd[c] = -1
         w.cn_cmds_left[c] -= 1
         executed += 1
+        if I[SCRIPT_CONN] == c:  # protectClient: nothing more is read from it meanwhile
+            break
     if not gone:
         client_memory.query_buffer_filled(w, c, buffered + nread)
     if I[IO_ASYNC]:  # read and parsed by its I/O thread: the main thread takes it over
@@ -490,19 +518,28 @@ def read_query_from_client(w, c):
         return
     client_memory.reply_added(w, c)
     client_memory.update(w, c)
-    if executed > 0:
-        if I[IO_ASYNC]:
-            async_write(w, c)
-        elif I[BATCHING]:
-            if not w.cn_in_pw[c]:
-                w.cn_in_pw[c] = 1
-                w.pw[I[PW_N]] = c
-                I[PW_N] += 1
-        else:
-            while w.cn_reply_bytes[c] > 0:
-                write_to_client(w, c)
+    if executed > 0 and w.cn_reply_bytes[c] > 0:  # (a timed-out script's reply is held)
+        queue_replies(w, c)
     if w.cn_cmds_left[c] > 0:  # level-triggered: still readable at the next poll
         ready_push(w, c)
+
+
+@leaf
+def queue_replies(w, c):
+    """Connection c has new replies: to its I/O thread (Redis 8), onto
+    ``clients_pending_write`` for beforeSleep, or written at once without
+    reply batching."""
+    I = w.I
+    if I[IO_ASYNC]:
+        async_write(w, c)
+    elif I[BATCHING]:
+        if not w.cn_in_pw[c]:
+            w.cn_in_pw[c] = 1
+            w.pw[I[PW_N]] = c
+            I[PW_N] += 1
+    else:
+        while w.cn_reply_bytes[c] > 0:
+            write_to_client(w, c)
 
 
 @leaf
@@ -688,7 +725,7 @@ def server_cron(w):
         visited = min(numclients, CLIENTS_CRON_MIN_ITERATIONS)
     busy(w, W_CPU_CRON, F[C_CRON] + F[C_CRON_CLIENT] * visited)
     clients_cron.clients_cron(w, visited)
-    spent = active_expire_cycle(w, False)  # databasesCron: the slow cycle
+    spent = active_expire_cycle(w, np.bool_(False))  # databasesCron: the slow cycle
     if spent > 0.0:
         busy(w, W_CPU_EXPIRE, spent)
         charge_cow(w)
@@ -702,6 +739,98 @@ def server_cron(w):
     aof_cron(w)  # a postponed AOF flush
     I[CRONLOOPS] += 1
     F[CRON_WHEN] = F[T] + 1.0 / hz
+
+
+@step
+def time_events(w):
+    """The rest of an iteration after its file events: a scenario event's fork or
+    admin command read with them, then ``processTimeEvents`` (the eviction
+    timer, ``serverCron`` if due)."""
+    F = w.F
+    I = w.I
+    # Time events, newest timer first (ae inserts at the list head).
+    if I[FORK_REQ]:  # a scenario event's BGSAVE / BGREWRITEAOF, read with the rest
+        fork_command(w)
+    if I[ADMIN_REQ]:  # a scenario event's DEBUG POPULATE, DEL, FLUSHALL, MEMORY PURGE
+        admin_command(w)
+    if I[EV_TIMER]:
+        result, spent = perform_evictions(w)
+        busy(w, W_CPU_EVICTION, spent)
+        charge_cow(w)
+        if result != EVICT_RUNNING:
+            I[EV_TIMER] = 0
+    if F[T] >= F[CRON_WHEN]:
+        server_cron(w)
+    count(w, WI_CYCLES, F[T], 1)
+
+
+# ---- a script past busy-reply-threshold ---------------------------------------------
+
+EVENTS_WHILE_BLOCKED = 4  # aeProcessEvents iterations per processEventsWhileBlocked
+
+
+@step
+def blocked_iteration(w):
+    """One hook of a timed-out script (``scriptInterrupt``): ``lua-hook`` seconds
+    of the script, then ``processEventsWhileBlocked``: up to 4 iterations of
+    beforeSleep's AOF flush and reply writes, a poll that does not wait, and the
+    ready connections' reads, whose commands are answered -BUSY
+    (``scripts.refuse``); stops after an iteration that read nothing. No time
+    event runs. The script's own connection is not read (``protectClient``).
+
+    ``SCRIPT_STEP`` says where to resume after a refill: 0 the next slice,
+    2i + 1 iteration i's beforeSleep, 2i + 2 its poll. Returns 1 when the
+    script has ended (its reply queued), else 0."""
+    F = w.F
+    I = w.I
+    if I[SCRIPT_STEP] == 0:
+        piece = min(F[LUA_HOOK], F[SCRIPT_LEFT])
+        busy(w, W_CPU_COMMANDS, piece)
+        F[SCRIPT_LEFT] -= piece
+        if F[SCRIPT_LEFT] <= 0.0:
+            end_script(w)
+            return 1
+        I[SCRIPT_STEP] = 1
+    while True:
+        if I[SCRIPT_STEP] % 2 == 1:  # beforeSleep while blocked
+            snapshot_gauges(w, F[T])
+            busy(w, W_CPU_ITERATION, F[C_ITER])
+            if I[AOF_ON]:
+                flush_append_only_file(w, np.bool_(False))
+            handle_clients_with_pending_writes(w)
+            I[SCRIPT_STEP] += 1
+        advance_clients(w, F[T])
+        if I[RNG_LOW]:
+            return 0
+        processed = 0
+        for _ in range(I[READY_N]):
+            c = ready_pop(w)
+            if c == I[SCRIPT_CONN]:
+                ready_push(w, c)
+                continue
+            read_query_from_client(w, c)
+            processed += 1
+        if processed == 0 or I[SCRIPT_STEP] == 2 * EVENTS_WHILE_BLOCKED:
+            I[SCRIPT_STEP] = 0
+            return 0
+        I[SCRIPT_STEP] += 1
+
+
+@step
+def end_script(w):
+    """The timed-out script returns: its reply is queued (unless its client was
+    freed meanwhile) and commands are executed again."""
+    I = w.I
+    c = I[SCRIPT_CONN]
+    I[SCRIPT_CONN] = -1
+    if w.cn_srv_closed[c]:
+        return
+    w.cn_reply_bytes[c] += I[SCRIPT_REPLY]
+    if I[REDIS_62]:
+        add_reply_62(w, c, I[SCRIPT_REPLY])
+    client_memory.reply_added(w, c)
+    client_memory.update(w, c)
+    queue_replies(w, c)
 
 
 # ---- the loop ------------------------------------------------------------------
@@ -719,18 +848,28 @@ def run(world, t_stop):
         if I[RNG_LOW]:
             I[RNG_LOW] = 0
             return RET_REFILL
+        if I[PHASE] >= PH_SCRIPT:  # a script past busy-reply-threshold, or just ended
+            if I[PHASE] == PH_SCRIPT:
+                if F[T] >= t_stop:
+                    return RET_STOP
+                if not blocked_iteration(w):
+                    continue
+                I[PHASE] = PH_AFTER_READS
+            time_events(w)
+            I[PHASE] = PH_BEFORE_SLEEP
+            continue
         if I[PHASE] == PH_BEFORE_SLEEP:
             if F[T] >= t_stop:
                 return RET_STOP
             t_iter = F[T]
             snapshot_gauges(w, t_iter)  # main-thread state (memory) changes too
             busy(w, W_CPU_ITERATION, F[C_ITER])
-            spent = active_expire_cycle(w, True)  # the fast cycle
+            spent = active_expire_cycle(w, np.bool_(True))  # the fast cycle
             if spent > 0.0:
                 busy(w, W_CPU_EXPIRE, spent)
                 charge_cow(w)
             if I[AOF_ON]:  # group commit: before any reply of this iteration leaves
-                flush_append_only_file(w, False)
+                flush_append_only_file(w, np.bool_(False))
             handle_clients_with_pending_writes(w)
             if I[CE_LIMIT] > 0:
                 evict_clients(w)
@@ -798,22 +937,15 @@ def run(world, t_stop):
                     continue
                 accepted += 1
             read_query_from_client(w, c)
+            if I[SCRIPT_CONN] >= 0:  # a script passed the threshold: the rest of the
+                I[READY_PASS] = 0  # ready list is read by its blocked passes, or after
         if I[IO_READ_N] > 0:  # the main thread waits for the I/O threads' reads
             io_threads.finish_reads(w, W_CPU_READ)
-        # Time events, newest timer first (ae inserts at the list head).
-        if I[FORK_REQ]:  # a scenario event's BGSAVE / BGREWRITEAOF, read with the rest
-            fork_command(w)
-        if I[ADMIN_REQ]:  # a scenario event's DEBUG POPULATE, DEL, FLUSHALL, MEMORY PURGE
-            admin_command(w)
-        if I[EV_TIMER]:
-            result, spent = perform_evictions(w)
-            busy(w, W_CPU_EVICTION, spent)
-            charge_cow(w)
-            if result != EVICT_RUNNING:
-                I[EV_TIMER] = 0
-        if F[T] >= F[CRON_WHEN]:
-            server_cron(w)
-        count(w, WI_CYCLES, F[T], 1)
+        if I[SCRIPT_CONN] >= 0:
+            I[SCRIPT_STEP] = 0
+            I[PHASE] = PH_SCRIPT
+            continue
+        time_events(w)
         I[PHASE] = PH_BEFORE_SLEEP
 
 

@@ -60,6 +60,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from redsim.model import aof, disk, latency
 from redsim.model.bigkeys import collection_of, is_collection
 from redsim.model.cow import cow_bytes
@@ -213,7 +215,7 @@ def redis_fork(w, child_type):
     if I[CHILD] != CHILD_NONE:
         return False
     if child_type == CHILD_AOF:
-        aof.flush_append_only_file(w, True)  # 7.x: the INCR file starts from here
+        aof.flush_append_only_file(w, np.bool_(True))  # 7.x: the INCR file starts from here
     rss = used_memory_rss(w)  # fork() copies the page tables of the resident pages
     mapped = rss / PTES_PER_PMD if I[HEAP_HUGE] else rss
     spent = F[FORK_FIXED] + mapped * F[FORK_PER_BYTE]

@@ -48,7 +48,6 @@ from redsim.model.jit import leaf
 from redsim.model.ring import wrap
 from redsim.model.state import (
     C_FREE_ALLOC,
-    C_LF_JOB,
     LF_BYTES,
     LF_CAP,
     LF_FIRST,
@@ -144,12 +143,6 @@ def in_flight(w):
     if now > t0 and t1 > t0:
         done = int(w.cl_bytes[cid] * (now - t0) / (t1 - t0))
     return I[LF_BYTES] - done
-
-
-@leaf
-def job_cpu(w):
-    """Main-thread CPU of queueing one job, s."""
-    return w.F[C_LF_JOB]
 
 
 # ---- configuration (Python, once per run) ---------------------------------------------

@@ -31,6 +31,7 @@ from redsim.model.commands import (  # noqa: F401 - protocol.PROTO_*: the wire's
     INFO_REPLY_BYTES,
     PROTO_IOBUF_LEN,
     PROTO_MBULK_BIG_ARG,
+    SCRIPT_ARG_BYTES,
     SHAPE_INFO,
     SHAPE_KEY,
     SHAPE_KEY_ARRAY,
@@ -44,6 +45,7 @@ from redsim.model.commands import (  # noqa: F401 - protocol.PROTO_*: the wire's
     SHAPE_MULTI_GET,
     SHAPE_MULTI_SET,
     SHAPE_SCAN,
+    SHAPE_SCRIPT,
     SHAPE_SIMPLE,
 )
 from redsim.model.jit import leaf, step
@@ -133,6 +135,8 @@ def request_bytes(shape, namelen, key, value, k, n, ttl):
         return header(4) + name + bulk(key) + bulk(8) + bulk(value)
     if shape == SHAPE_KEY_TTL:
         return header(3) + name + bulk(key) + bulk(digits(ttl))
+    if shape == SHAPE_SCRIPT:
+        return header(3 + k) + name + bulk(SCRIPT_ARG_BYTES) + bulk(digits(k)) + k * bulk(key)
     return header(1) + name  # SHAPE_SIMPLE, SHAPE_INFO
 
 
@@ -180,7 +184,7 @@ def reply_bytes(shape, key, value, k, n):
         return header(2) + bulk(6) + header(n) + n * bulk(key)
     if shape == SHAPE_KEYS_PATTERN:
         return header(n) + n * bulk(key)
-    if shape == SHAPE_KEY_FIELD_VALUE or shape == SHAPE_KEY_TTL:
+    if shape == SHAPE_KEY_FIELD_VALUE or shape == SHAPE_KEY_TTL or shape == SHAPE_SCRIPT:
         return integer_reply(1)
     if shape == SHAPE_INFO:
         return bulk(INFO_REPLY_BYTES)

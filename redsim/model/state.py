@@ -46,7 +46,7 @@ OWNERS = (
     "model.clients", "model.network", "model.client_threads", "model.client_memory",
     "model.clients_cron",
     "model.client_close", "model.client_eviction", "model.protocol",
-    "model.call", "model.locality", "model.db", "model.objects", "model.bigkeys",
+    "model.call", "model.scripts", "model.locality", "model.db", "model.objects", "model.bigkeys",
     "model.lazyfree", "model.arena", "model.nonfull",
     "model.tcache", "model.rss",
     "model.admin", "model.memory",
@@ -101,6 +101,8 @@ CONFIG_MAX_HZ = 500
 # Event-loop phases: where the kernel resumes.
 PH_BEFORE_SLEEP = 0
 PH_POLL = 1
+PH_SCRIPT = 2  # a script past busy-reply-threshold: its slices and blocked event passes
+PH_AFTER_READS = 3  # the script ended: the iteration it interrupted goes on (time events)
 
 # Kernel return codes.
 RET_STOP = 0  # reached t_stop at an iteration boundary
