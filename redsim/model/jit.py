@@ -12,7 +12,7 @@ one: ``db_delete(w, k, False)`` beside ``db_delete(w, k, lazy)`` cost a
 second copy of ``db_delete`` and everything it inlines. Such call sites pass
 ``np.bool_(False)`` / ``np.int64(C)``, which numba types as plain values: the
 copies of ``set_key``, ``db_add``, ``db_delete`` and the AOF flush this
-removed were a third of a cold compile (591 s → 399 s on the reference VM).
+removed were a third of a cold compile (591 s → 393 s on the reference VM).
 
 All use numpy's error model: a division by zero gives inf/nan (0 for integers)
 instead of raising, so numba adds no zero test and exception path to every

@@ -316,14 +316,14 @@ def apply(w: S.World, plans: list[GroupPreload | None], scenario, seed: int,
     for grp, p in zip(scenario.clients, plans, strict=True):
         if p is None:
             continue
-        limit = grp.keyspace.preload_limit * maxmemory if maxmemory > 0 else 0
+        limit = grp.keyspace.preload_limit * maxmemory if maxmemory > 0 else 0.0
         if len(p.keys):
             preload(ref, p.keys, p.vlens, p.expires, p.lrus, p.key_len, 0.0)
         n = len(p.once_vlens)
         if n:
             rows = np.arange(row, row + n, dtype=np.int64)
             row += preload(ref, rows, p.once_vlens, p.once_expires, p.once_lrus, p.key_len,
-                           float(limit))
+                           limit)
     w.I[S.KS_APPEND_EXPIRES] = 0
     shuffle_expires(ref, rng.random(int(w.I[S.KS_EXPIRES])))
     free = np.arange(len(w.ks_cost) - 1, row - 1, -1, dtype=np.int64)  # lowest popped first

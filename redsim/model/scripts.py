@@ -75,7 +75,8 @@ FIELDS = (
     ("F", "SCRIPT_LEFT", "f8", "s", "state", "that script's run time still to come, s"),
     ("I", "SCRIPT_REPLY", "i8", "B", "state", "that script's reply, held until it ends"),
     ("I", "SCRIPT_STEP", "i8", "-", "state",
-     "where a blocked pass resumes: 0 = the script's next slice, 1 + i = event iteration i"),
+     "where a blocked pass resumes: 0 = the script's next slice, 2i + 1 = event iteration "
+     "i's beforeSleep, 2i + 2 = its poll"),
     ("I", "STAT_BUSY", "i8", "-", "counter",
      "commands answered -BUSY since start (rejected_calls while a script was timed out)"),
     ("gp", "busy", "i8", "-", "counter", "the group's commands answered -BUSY"),
