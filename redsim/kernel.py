@@ -168,10 +168,10 @@ class Kernel:
         now = w.F[S.T]
         cap, first = int(w.I[S.LF_CAP]), int(w.I[S.LF_FIRST])
         for j in range(int(w.I[S.LF_N])):
-            cid = w.lf_job[(first + j) % cap]
-            if w.cl_t0[cid] > now:
-                w.cl_t0[cid] += lost
-            w.cl_t1[cid] += lost
+            slot = (first + j) % cap
+            if w.lf_t0[slot] > now:
+                w.lf_t0[slot] += lost
+            w.lf_t1[slot] += lost
         if w.I[S.LF_N] > 0:
             w.F[S.LF_FREE_AT] += lost
 

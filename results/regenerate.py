@@ -89,6 +89,8 @@ RUNS = [
     RunResult("client-surge", "client-surge.yaml"),
     RunResult("big-key-delete", "big-key-delete.yaml"),
     RunResult("keys-command", "keys-command.yaml"),
+    RunResult("collection-eviction", "collection-eviction.yaml"),
+    RunResult("collection-eviction-lazy", "collection-eviction-lazy.yaml"),
 ]
 PERSISTENCE = [
     RunResult(f"s2-aof-fsync/{n}", f"{n}.yaml")

@@ -54,7 +54,7 @@ from redsim.config.units import (
     parse_size,
 )
 from redsim.fileio import IRREGULAR, TOO_LARGE, UNREADABLE, RefusedFile, open_regular
-from redsim.model.commands import COMMANDS, EFFECT_WRITE
+from redsim.model.commands import COMMANDS, EFFECT_INCR, EFFECT_READ, EFFECT_WRITE
 from redsim.model.presets import DISK_PRESETS, FORK_PRESETS
 from redsim.model.sizing import (
     connection_rows,
@@ -183,6 +183,7 @@ RUNTIME_SETTABLE = frozenset({
 """Directives a ``config-set`` event may change (``model/defrag.py``'s ``SETTABLE``)."""
 DelPattern = Literal["odd", "even", "every", "random", "first"]
 CollectionType = Literal["hash", "set", "zset", "list"]
+KeyType = Literal["string", "hash", "set", "zset", "list"]
 RedisVersion = Literal["6.2", "7.0", "7.2"]
 ServiceDistribution = Literal["fixed", "exponential"]
 ClientKind = Literal["closed", "open", "trace"]
@@ -658,6 +659,11 @@ class Cpu(_Model):
     measured 97 ns for a 1M-member set, 74 for a 1M-element list's nodes, 40
     for a 1M-member sorted set (its skiplist walked in allocation order) and
     157 for a 513 MB hash (page walks): calibrate to your values' sizes."""
+    listpack_entry: CostUs = 0.0069
+    """A search through a hash, set or sorted set held as a listpack, per entry
+    passed, µs (``model/collection.py``). The reference host (Debian 7.0.15,
+    ``INFO commandstats``): HGET of the last of 100 fields took 0.68 µs more
+    than of the first (reads-keys-eval.md §3e)."""
     lua_hook: CostUs = 260.0
     """The main thread's time between two of a running script's busy checks
     (Redis's count hook, every 100,000 Lua VM instructions), µs
@@ -1378,6 +1384,19 @@ class SizeDist(_Dist):
         return int(x) if x.is_integer() else x
 
 
+class CountDist(_Dist):
+    """A distribution of counts (elements of a collection), parsed as integers."""
+
+    _parse = staticmethod(parse_int)
+    _unit = "elements"
+    _max = float(1 << 32)
+    _max_text = "4294967296"
+
+    @classmethod
+    def _out(cls, x: float) -> float | int:
+        return int(x) if x.is_integer() else x
+
+
 class Network(_Model):
     """The client ↔ server network."""
 
@@ -1567,6 +1586,23 @@ class Keyspace(_Model):
 
     keys: Annotated[int, _v(parse_int, minimum=1, maximum=MAX_KEYS)] = 10000
     """Distinct keys, keys (at most 100,000,000)."""
+    type: Annotated[KeyType, _literal(KeyType)] = "string"
+    """What the keys hold: string, or a collection (hash, set, zset, list) whose
+    commands (HSET, SADD, ZRANGE, LPUSH …) then add, remove and return stored
+    elements, in the encodings Redis picks (``model/collection.py``). A
+    collection keyspace has rows of its own, not shared with string groups."""
+    elements: CountDist | None = None
+    """Collections: each key's element count (a count, or a distribution of
+    them; 10 by default), drawn once per key: the size it is preloaded with,
+    and for a hash, set or sorted set the size at which adds stop adding new
+    members and update existing ones (a list grows with every push)."""
+    member_size: Annotated[int | None, _v(_optional(partial(parse_int, minimum=1,
+                                                            maximum=1 << 20)))] = None
+    """Collections: bytes of each hash field, set or sorted-set member, or list
+    element (10 by default); a hash's values take the group's ``value-size``
+    (its mean)."""
+    integers: Bool = False
+    """A set keyspace: its members are integers (an intset while few enough)."""
     distribution: Annotated[KeyDistribution, _literal(KeyDistribution)] = "uniform"
     zipf_exponent: Annotated[float, _v(parse_float, minimum=0, exclusive_min=True)] = 0.99
     """Zipf exponent s (P(rank k) ∝ k^-s), used when distribution is zipf."""
@@ -1749,6 +1785,34 @@ class ClientGroup(_Model):
                 raise BadValue("threads in phases or a ramp, not both", "both",
                                field=("phases", i, "threads"))
 
+    def _check_collections(self) -> None:
+        ks = self.keyspace
+        if ks.type == "string":
+            for key, value in (("elements", ks.elements), ("member_size", ks.member_size)):
+                if value is not None:
+                    raise BadValue(f"no {_hyphen(key)} for a string keyspace (it is for "
+                                   "type: hash, set, zset or list)", "given",
+                                   field=("keyspace", key))
+        if ks.integers and ks.type != "set":
+            raise BadValue("integers only for a set keyspace", "yes",
+                           field=("keyspace", "integers"))
+        if ks.type == "string":
+            return
+        if self.kind == "trace":
+            raise BadValue("type string for a trace group (a trace's keys are strings)",
+                           ks.type, field=("keyspace", "type"))
+        if ks.write_once > 0:
+            raise BadValue("write-once 0 for a collection keyspace", show(ks.write_once),
+                           field=("keyspace", "write_once"))
+        takes = sorted(c.name for c in COMMANDS.values() if c.type == ks.type)
+        for i, m in enumerate(self.mix):
+            cmd = COMMANDS[m.command.upper()]
+            if cmd.type not in (None, ks.type) or cmd.effect in (
+                    EFFECT_READ, EFFECT_WRITE, EFFECT_INCR):
+                raise BadValue(f"a command for a {ks.type} keyspace ({', '.join(takes)}, or "
+                               "DEL, UNLINK, EXISTS, EXPIRE and keyless ones): Redis answers "
+                               "WRONGTYPE", cmd.name, field=("mix", i, "command"))
+
     @model_validator(mode="after")
     def _check(self) -> ClientGroup:
         if self.kind == "open":
@@ -1805,6 +1869,7 @@ class ClientGroup(_Model):
         if hot is not None and hot.keys > self.keyspace.keys:
             raise BadValue(f"a hot set of at most keyspace.keys ({self.keyspace.keys:,}) keys",
                            f"{hot.keys:,}", field=("keyspace", "hot", "keys"))
+        self._check_collections()
         once = self.keyspace.write_once
         if once > 0:
             writes = [m for m in self.mix if COMMANDS[m.command.upper()].effect == EFFECT_WRITE]

@@ -1,5 +1,6 @@
-"""Big keys: the scenario's collections (``big-keys``), their values' table, and
-what deleting one costs.
+"""Big keys: the scenario's collections (``big-keys``), the collections' table
+(theirs, then the collection keyspaces' rows, ``model/collection.py``), and
+what deleting a collection costs.
 
 No single Redis function: a big key is a hash, set, sorted set or list in
 the dataset from the start, as ``redis-cli --bigkeys`` would find it. Its
@@ -43,16 +44,12 @@ from redsim.model.zmalloc import zmalloc
 FIELDS = (
     ("I", "BIG_LO", "i8", "-", "config", "the key row of big-keys[0] (the others follow)"),
     ("cl", "kind", "i8", "-", "config", "the collection's type (encoding.HASH, SET, ZSET, LIST)"),
-    ("cl", "enc", "i8", "-", "config", "its encoding (encoding.LISTPACK, HASHTABLE, ...)"),
-    ("cl", "elems", "i8", "-", "config", "its elements (fields, members)"),
-    ("cl", "bytes", "i8", "B", "config", "its value's allocated bytes, robj included"),
-    ("cl", "allocs", "i8", "-", "config", "allocations freeing the value releases"),
-    ("cl", "effort", "i8", "-", "config", "lazyfreeGetFreeEffort of the value"),
-    ("cl", "rdb", "i8", "B", "config", "bytes of the value in an RDB file"),
-    ("cl", "aval", "i8", "-", "state",
-     "the value's arena handles (extent, robj) while the lazyfree thread holds it"),
-    ("cl", "t0", "f8", "s", "state", "when the lazyfree thread starts freeing it, s"),
-    ("cl", "t1", "f8", "s", "state", "when the lazyfree thread has freed it, s"),
+    ("cl", "enc", "i8", "-", "state", "its encoding (encoding.LISTPACK, HASHTABLE, ...)"),
+    ("cl", "elems", "i8", "-", "state", "its elements (fields, members)"),
+    ("cl", "bytes", "i8", "B", "state", "its value's allocated bytes, robj included"),
+    ("cl", "allocs", "i8", "-", "state", "allocations freeing the value releases"),
+    ("cl", "effort", "i8", "-", "state", "lazyfreeGetFreeEffort of the value"),
+    ("cl", "rdb", "i8", "B", "state", "bytes of the value in an RDB file"),
 )
 
 COLLECTION = -3  # ks_vlen of the key holding collection 0; collection cid is -3 - cid
@@ -99,41 +96,51 @@ def _value(k) -> int:
 
 
 def slab_demand(b) -> tuple[np.ndarray, np.ndarray]:
-    """The big keys' small allocations: a robj each, and each value's extent
-    when it is small (``arena.slabs_for`` sizes the slab arrays). Needs
-    ``configure``'s footprints."""
+    """Every collection's small allocations, big keys' and collection
+    keyspaces' alike: a robj each, and each value's extent when it is small
+    (``arena.slabs_for`` sizes the slab arrays). Needs ``configure``'s table."""
     from redsim.model.arena import SMALL_MAX
     from redsim.model.objects import ROBJ
 
-    fps = b.extra["big_footprints"]
-    sizes = [ROBJ] * len(fps) + [fp.bytes - ROBJ for fp in fps if fp.bytes - ROBJ <= SMALL_MAX]
-    return np.asarray(sizes, np.int64), np.ones(len(sizes), np.int64)
+    n = b.size["collections"]
+    extents = b.extra["collection_bytes"] - ROBJ
+    small = extents[extents <= SMALL_MAX]
+    sizes = np.concatenate([np.full(min(n, 1), ROBJ, np.int64), small])
+    counts = np.concatenate([np.full(min(n, 1), n, np.int64), np.ones(len(small), np.int64)])
+    return sizes.astype(np.int64), counts.astype(np.int64)
 
 
 def configure(b) -> None:
-    """The collections' table, one row per big key (at least one row, unused
-    when there is none); gives ``collections`` and the footprints
-    ``slab_demand`` reads."""
+    """The collections' table: one row per big key, then the collection
+    keyspaces' rows (``collection.configure``'s ``group_collections``), at
+    least one row (unused when there is none); gives ``collections`` and the
+    values' bytes ``slab_demand`` reads."""
     from redsim.model.encoding import TYPES, rdb_bytes
 
     sc = b.scenario
-    fps = b.extra["big_footprints"] = footprints(sc)
-    n = len(fps)
+    fps = footprints(sc)
+    groups = b.extra["group_collections"]
+    big = {
+        "kind": [TYPES[k.type] for k in sc.big_keys], "enc": [fp.encoding for fp in fps],
+        "elems": [k.elements for k in sc.big_keys], "bytes": [fp.bytes for fp in fps],
+        "allocs": [fp.allocs for fp in fps], "effort": [fp.effort for fp in fps],
+        "rdb": [rdb_bytes(TYPES[k.type], fp, k.elements, k.member_size, _value(k))
+                for k, fp in zip(sc.big_keys, fps, strict=True)],
+        "member": [k.member_size for k in sc.big_keys],
+        "value": [_value(k) for k in sc.big_keys],
+        "integers": [int(k.integers) for k in sc.big_keys],
+        "target": [k.elements for k in sc.big_keys]}
+    n = len(fps) + len(groups["kind"])
     rows = max(n, 1)
 
-    def col(values):
+    def col(name):
         out = np.zeros(rows, np.int64)
-        out[:n] = values
+        out[:n] = np.concatenate([np.asarray(big[name], np.int64), groups[name]])
         return out
 
-    b.fill("cl", kind=col([TYPES[k.type] for k in sc.big_keys]),
-           enc=col([fp.encoding for fp in fps]), elems=col([k.elements for k in sc.big_keys]),
-           bytes=col([fp.bytes for fp in fps]), allocs=col([fp.allocs for fp in fps]),
-           effort=col([fp.effort for fp in fps]),
-           rdb=col([rdb_bytes(TYPES[k.type], fp, k.elements, k.member_size, _value(k))
-                    for k, fp in zip(sc.big_keys, fps, strict=True)]),
-           aval=np.zeros(rows, np.int64), t0=np.zeros(rows), t1=np.zeros(rows))
+    b.fill("cl", **{name: col(name) for name in big})
     b.size["collections"] = n
+    b.extra["collection_bytes"] = col("bytes")[:n]
 
 
 def start(w, b) -> None:

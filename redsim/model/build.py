@@ -25,6 +25,7 @@ from redsim.model import (
     client_threads,
     clients,
     clients_cron,
+    collection,
     db,
     defrag,
     disk,
@@ -60,7 +61,8 @@ STEPS = (
     call.configure,
     scripts.configure,  # needs conns
     locality.configure,
-    bigkeys.configure,  # the collections' table
+    collection.configure,  # the collection keyspaces' rows and their elements
+    bigkeys.configure,  # the collections' table (needs collection's rows)
     lazyfree.configure,  # needs collections
     db.configure,  # decides key_rows (needs conns)
     memory.configure,

@@ -18,16 +18,20 @@ per value byte moved and per element touched, times the service multiplier
 drawn when the command was parsed. A read's reply and per-byte cost come from
 what is stored: a hit returns the value, a miss a 5-byte nil (``$-1\\r\\n``).
 
-Trace commands carry no key id and leave the keyspace alone (their sizes come
-from the trace). Extra keys of a multi-key command (MGET, MSET, DEL k1 k2 …)
-are drawn from the group's key distribution when the command runs. A write's
-first key may be a write-once key (``keyspace.write-once``): a new name, whose
-row is taken when the command runs; only writes create them.
+Collection commands (HSET, SADD, LRANGE …) act on stored elements in a
+group whose keyspace holds that type (``model/collection.py``); elsewhere
+they cost CPU and bytes but leave the keyspace alone. Trace commands carry
+no key id and leave the keyspace alone (their sizes come from the trace).
+
+Extra keys of a multi-key command (MGET, MSET, DEL k1 k2 …) are drawn from
+the group's key distribution when the command runs. A write's first key may
+be a write-once key (``keyspace.write-once``): a new name, whose row is taken
+when the command runs; only writes create them.
 
 A write command that changed something counts its keys in ``server.dirty``
 (the save points' change count) and is propagated to the AOF as sent (a DEL
 or EXPIRE of a missing key changes nothing and is not). Trace commands and
-collection commands count as one change.
+collection commands outside a collection keyspace count as one change.
 """
 
 from __future__ import annotations
@@ -35,8 +39,10 @@ from __future__ import annotations
 import numpy as np
 
 from redsim.model.aof import feed
+from redsim.model.collection import collection_command
 from redsim.model.commands import (
     COMMAND_IDS,
+    EFFECT_COLLECTION,
     EFFECT_DELETE,
     EFFECT_EXISTS,
     EFFECT_EXPIRE,
@@ -126,6 +132,14 @@ def zipf_cdf(n: int, s: float) -> np.ndarray:
 
 @leaf
 def key_at(w, g, u):
+    """The key row at quantile u of group g's key distribution: its key id
+    (``key_id_at``) past the group's first row (a collection keyspace's own
+    rows; 0 for strings)."""
+    return key_id_at(w, g, u) + w.gp_key_lo[g]
+
+
+@leaf
+def key_id_at(w, g, u):
     """The key id at quantile u of group g's key distribution (uniform or Zipf),
     with its hot set and drift (``locality.py``)."""
     if w.gp_hot_share[g] > 0.0:
@@ -183,10 +197,11 @@ def prefetch_extra_keys(w, g, k):
         return
     s = w.gp_stream[g] + 1
     n = w.gp_keys[g]
+    lo = w.gp_key_lo[g]
     for i in range(k - 1):
         u = peek_uniform(w, s, i)
         if u >= 0.0:
-            prefetch(w.ks_cost, int(u * n))
+            prefetch(w.ks_cost, lo + int(u * n))
 
 
 @step
@@ -200,15 +215,17 @@ def call(w, c):
     moved = value_bytes_moved(shape, w.cn_next_value[c], k, n)
     key = w.cn_next_key[c]
     effect = w.tb_cmd_effect[cmd]
-    changed = 1  # keys a write changed (server.dirty); collections and traces: 1
+    changed = 1  # keys a write changed (server.dirty); traces: 1
     unscaled = 0.0  # CPU past the table's: freeing deleted values, a script's run, s
+    extra = 0.0  # CPU past the table's that the service multiplier scales, s
     scanned = 0  # keys of the db the command walks (KEYS)
+    touched = elements(shape, k, n)  # elements for the per-element part
     if effect == EFFECT_KEYS:
         scanned = w.I[KS_KEYS]
     if key != NO_KEY and effect != EFFECT_NONE:
         g = w.cn_group[c]
         key_len = w.gp_key_size[g]
-        if k > 1:
+        if k > 1 and effect != EFFECT_COLLECTION:
             prefetch_extra_keys(w, g, k)
         if effect == EFFECT_READ:
             moved = 0
@@ -256,6 +273,9 @@ def call(w, c):
             if key_live(w, key):
                 set_key(w, key, key_len, w.ks_vlen[key], float(w.cn_next_ttl[c]))
                 changed = 1
+        elif effect == EFFECT_COLLECTION and w.gp_coll_kind[g] >= 0:
+            touched, moved, changed, extra = collection_command(
+                w, c, g, key, w.tb_cmd_coll[cmd], k, n)
     if w.tb_cmd_write[cmd] and changed > 0:
         # call() → propagate: the command goes to the AOF as it was sent.
         w.I[DIRTY] += changed
@@ -263,8 +283,8 @@ def call(w, c):
     if w.tb_cmd_script[cmd]:  # the script's own run time (model/scripts.py)
         unscaled += w.cn_next_script[c]
     return w.cn_next_scale[c] * (w.tb_cmd_fixed[cmd] + w.tb_cmd_per_byte[cmd] * moved
-                                 + w.tb_cmd_per_elem[cmd] * elements(shape, k, n)
-                                 + w.tb_cmd_per_scanned[cmd] * scanned) + unscaled
+                                 + w.tb_cmd_per_elem[cmd] * touched
+                                 + w.tb_cmd_per_scanned[cmd] * scanned + extra) + unscaled
 
 
 # ---- configuration (Python, once per run) ---------------------------------------------

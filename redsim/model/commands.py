@@ -23,12 +23,15 @@ Default sources:
   for their per-element part. It is more than ``INFO commandstats`` shows (the
   procedure alone, e.g. SET ~0.4 µs of 0.61): lookup, ``processCommand`` and the
   reply count here, since the model has no other per-command cost.
-- SMEMBERS, HGETALL, ZRANGE, SCAN, INFO (not measured there): the production
-  ``INFO commandstats`` in valkey-io/valkey#2322 and the redis-benchmark fit of
-  reference §6.2 (per command, older hardware).
+- SMEMBERS, HGETALL, LRANGE, ZRANGE, KEYS and the scripts: ``INFO commandstats``
+  on the same server, per element returned (the constants below say how).
+- SCAN, INFO: the production ``INFO commandstats`` in valkey-io/valkey#2322 and
+  the redis-benchmark fit of reference §6.2 (per command, older hardware).
+- Not measured, taken from their closest measured sibling: SREM and HDEL as
+  SADD (HDEL at HSET's fixed part), ZREM as ZADD, SISMEMBER and ZSCORE as HGET,
+  HLEN, ZCARD and LLEN as SCARD, ZRANGEBYSCORE as ZRANGE (its skiplist seek,
+  O(log n), is left out).
 - Per-byte 0.0002 µs/B: a memcpy at ~5 GB/s, the order of one core's copy speed.
-- Per-element parts of the unmeasured commands: chosen so a 50-member SMEMBERS
-  lands at a few µs, consistent with the HGETALL figure above (≈0.15 µs per field).
 Values vary with object size and host; calibrate from `INFO commandstats`
 (reference §6.3) and override per command in the scenario's `engine.cpu.commands`.
 """
@@ -66,9 +69,10 @@ SHAPE_SCRIPT = 14  # CMD script numkeys key*k -> :int (EVAL, EVALSHA, FCALL)
 # and FCALL's function name are taken as long.
 SCRIPT_ARG_BYTES = 40
 
-# What a command does to the keyspace (model/call.py). Collections (sets, lists,
-# hashes, sorted sets) are not yet stored: their commands cost CPU and bytes on
-# the wire but leave the keyspace alone.
+# What a command does to the keyspace (model/call.py). A collection command
+# (HSET, SADD, LRANGE …) acts on stored elements in a group whose keyspace has
+# that type (model/collection.py); elsewhere it costs CPU and bytes on the wire
+# but leaves the keyspace alone.
 EFFECT_NONE = 0
 EFFECT_READ = 1  # look the keys up; the reply carries the stored values (GET, MGET)
 EFFECT_WRITE = 2  # store the value(s), with the mix's TTL or none (SET, SETEX, MSET)
@@ -77,6 +81,17 @@ EFFECT_EXISTS = 4  # look up without touching the LRU clock (EXISTS)
 EFFECT_INCR = 5  # create or update an integer value (INCR, DECR)
 EFFECT_EXPIRE = 6  # set a TTL on an existing key (EXPIRE)
 EFFECT_KEYS = 7  # walk every key of the db (KEYS: src/db.c:keysCommand)
+EFFECT_COLLECTION = 8  # act on a stored collection's elements (its `coll` op)
+
+# What a collection command does to its collection (model/collection.py); k is
+# the mix entry's keys (members), n its count.
+COLL_ADD = 1  # add or update k members, creating the key (HSET, SADD, ZADD, LPUSH, RPUSH)
+COLL_REMOVE = 2  # remove k members; the key goes with its last (HDEL, SREM, ZREM)
+COLL_POP = 3  # remove and return k elements from an end (LPOP, RPOP)
+COLL_GET = 4  # look one member up (HGET, SISMEMBER, ZSCORE)
+COLL_ALL = 5  # return every element (HGETALL, SMEMBERS)
+COLL_RANGE = 6  # return up to n elements (LRANGE, ZRANGE, ZRANGEBYSCORE)
+COLL_CARD = 7  # return the element count (HLEN, SCARD, ZCARD, LLEN)
 
 
 @dataclass(frozen=True)
@@ -97,6 +112,9 @@ class Command:
         effect: what it does to the keyspace (EFFECT_*).
         script: runs a script, for the mix entry's ``duration``
             (``model/scripts.py``).
+        coll: what it does to a stored collection (COLL_*; 0: nothing).
+        type: the collection type it acts on (``hash``, ``set``, ``zset``,
+            ``list``), None for the others.
     """
 
     name: str
@@ -109,6 +127,8 @@ class Command:
     denyoom: bool = False
     effect: int = EFFECT_NONE
     script: bool = False
+    coll: int = 0
+    type: str | None = None
 
 
 # KEYS (src/db.c:keysCommand): a safe iterator over the whole db, the pattern
@@ -136,6 +156,29 @@ EVAL_FIXED_US = 0.62
 EVALSHA_FIXED_US = 0.59
 FCALL_FIXED_US = 0.49
 
+# Reads of a collection's elements: the reference host's Debian 7.0.15, INFO
+# commandstats usec_per_call, 5 × 50 calls pipelined 10 at a time
+# (results/calibration/reference-host/collections/reads-keys-eval.md §3,
+# 10-byte members, 20-byte hash values): the slope over n = 30..300 and the
+# per-element figure at n = 1000 agree within 10 % (HGETALL 76/79 ns per field,
+# SMEMBERS 36/43, LRANGE 36/37, ZRANGE 26/29 ns per member); the fixed parts
+# are that fit's intercept plus PING's 0.096 µs (lookup, processCommand, the
+# reply). At 10,000 elements the per-element cost grows (HGETALL ~110-160 ns,
+# SMEMBERS ~58) as the collection and its reply leave the caches: not modelled.
+HGETALL_FIXED_US, HGETALL_PER_US = 0.14, 0.078
+SMEMBERS_FIXED_US, SMEMBERS_PER_US = 0.48, 0.040
+LRANGE_FIXED_US, LRANGE_PER_US = 0.17, 0.037
+ZRANGE_FIXED_US, ZRANGE_PER_US = 1.0, 0.029
+# A listpack is searched entry by entry: HGET of the last of 100 fields minus
+# the first, 0.68 µs over 99 fields, same source §3e; a new field's HSET scans
+# them all (0.92 µs into 100 fields against 0.27 into a 1,000-field hashtable).
+LISTPACK_ENTRY_US = 0.0069
+
+
+def _coll(op: int, kind: str) -> dict:
+    return {"effect": EFFECT_COLLECTION, "coll": op, "type": kind}
+
+
 _TABLE = [
     Command("GET", SHAPE_KEY, 0.52, effect=EFFECT_READ),
     Command("SET", SHAPE_KEY_VALUE, 0.61, write=True, denyoom=True, effect=EFFECT_WRITE),
@@ -148,18 +191,41 @@ _TABLE = [
     Command("MGET", SHAPE_MULTI_GET, 0.31, per_element_us=0.23, effect=EFFECT_READ),
     Command("MSET", SHAPE_MULTI_SET, 0.31, per_element_us=0.28, write=True, denyoom=True,
             effect=EFFECT_WRITE),
-    Command("SADD", SHAPE_KEY_MEMBERS_INT, 0.41, per_element_us=0.093, write=True, denyoom=True),
-    Command("SMEMBERS", SHAPE_KEY_ARRAY, 1.0, per_element_us=0.1),
-    Command("SCARD", SHAPE_KEY_INT, 0.26),
-    Command("LPUSH", SHAPE_KEY_MEMBERS_INT, 0.29, per_element_us=0.074, write=True, denyoom=True),
-    Command("RPUSH", SHAPE_KEY_MEMBERS_INT, 0.26, per_element_us=0.038, write=True, denyoom=True),
-    Command("LPOP", SHAPE_KEY, 0.44, write=True),
-    Command("RPOP", SHAPE_KEY, 0.37, write=True),
-    Command("HSET", SHAPE_KEY_FIELD_VALUE, 0.5, write=True, denyoom=True),
-    Command("HGET", SHAPE_KEY, 0.39),
-    Command("HGETALL", SHAPE_KEY_ARRAY, 1.0, per_element_us=0.15),
-    Command("ZADD", SHAPE_KEY_FIELD_VALUE, 1.4, write=True, denyoom=True),
-    Command("ZRANGE", SHAPE_KEY_ARRAY, 1.5, per_element_us=0.1),
+    Command("SADD", SHAPE_KEY_MEMBERS_INT, 0.41, per_element_us=0.093, write=True, denyoom=True,
+            **_coll(COLL_ADD, "set")),
+    Command("SREM", SHAPE_KEY_MEMBERS_INT, 0.41, per_element_us=0.093, write=True,
+            **_coll(COLL_REMOVE, "set")),
+    Command("SISMEMBER", SHAPE_KEY_MEMBERS_INT, 0.39, **_coll(COLL_GET, "set")),
+    Command("SMEMBERS", SHAPE_KEY_ARRAY, SMEMBERS_FIXED_US, per_element_us=SMEMBERS_PER_US,
+            **_coll(COLL_ALL, "set")),
+    Command("SCARD", SHAPE_KEY_INT, 0.26, **_coll(COLL_CARD, "set")),
+    Command("LPUSH", SHAPE_KEY_MEMBERS_INT, 0.29, per_element_us=0.074, write=True, denyoom=True,
+            **_coll(COLL_ADD, "list")),
+    Command("RPUSH", SHAPE_KEY_MEMBERS_INT, 0.26, per_element_us=0.038, write=True, denyoom=True,
+            **_coll(COLL_ADD, "list")),
+    Command("LPOP", SHAPE_KEY, 0.44, write=True, **_coll(COLL_POP, "list")),
+    Command("RPOP", SHAPE_KEY, 0.37, write=True, **_coll(COLL_POP, "list")),
+    Command("LRANGE", SHAPE_KEY_ARRAY, LRANGE_FIXED_US, per_element_us=LRANGE_PER_US,
+            **_coll(COLL_RANGE, "list")),
+    Command("LLEN", SHAPE_KEY_INT, 0.26, **_coll(COLL_CARD, "list")),
+    Command("HSET", SHAPE_KEY_FIELD_VALUE, 0.5, write=True, denyoom=True,
+            **_coll(COLL_ADD, "hash")),
+    Command("HDEL", SHAPE_KEY_MEMBERS_INT, 0.5, per_element_us=0.093, write=True,
+            **_coll(COLL_REMOVE, "hash")),
+    Command("HGET", SHAPE_KEY, 0.39, **_coll(COLL_GET, "hash")),
+    Command("HGETALL", SHAPE_KEY_ARRAY, HGETALL_FIXED_US, per_element_us=HGETALL_PER_US,
+            **_coll(COLL_ALL, "hash")),
+    Command("HLEN", SHAPE_KEY_INT, 0.26, **_coll(COLL_CARD, "hash")),
+    Command("ZADD", SHAPE_KEY_FIELD_VALUE, 1.4, write=True, denyoom=True,
+            **_coll(COLL_ADD, "zset")),
+    Command("ZREM", SHAPE_KEY_MEMBERS_INT, 1.4, per_element_us=0.093, write=True,
+            **_coll(COLL_REMOVE, "zset")),
+    Command("ZSCORE", SHAPE_KEY, 0.39, **_coll(COLL_GET, "zset")),
+    Command("ZRANGE", SHAPE_KEY_ARRAY, ZRANGE_FIXED_US, per_element_us=ZRANGE_PER_US,
+            **_coll(COLL_RANGE, "zset")),
+    Command("ZRANGEBYSCORE", SHAPE_KEY_ARRAY, ZRANGE_FIXED_US, per_element_us=ZRANGE_PER_US,
+            **_coll(COLL_RANGE, "zset")),
+    Command("ZCARD", SHAPE_KEY_INT, 0.26, **_coll(COLL_CARD, "zset")),
     Command("EXPIRE", SHAPE_KEY_TTL, 0.82, write=True, effect=EFFECT_EXPIRE),
     Command("SCAN", SHAPE_SCAN, 2.0, per_element_us=0.2),
     Command("PING", SHAPE_SIMPLE, 0.13),

@@ -326,9 +326,9 @@ def db_delete(w, k, lazy):
     free_key_sds(w, k)
     if is_collection(vlen):
         cid = collection_of(vlen)
-        if lazy and lazyfree.queue(w, cid, w.cl_effort[cid]):
-            w.cl_aval[cid] = w.ks_aval[k]  # the bio thread frees it (lazyfree.catch_up)
-            w.ks_aval[k] = 0
+        if lazy and lazyfree.queue(w, w.ks_aval[k], w.cl_bytes[cid], w.cl_allocs[cid],
+                                   w.cl_effort[cid]):
+            w.ks_aval[k] = 0  # the bio thread frees it (lazyfree.catch_up)
             freed -= w.cl_bytes[cid]  # now in the lazyfree thread's bytes
             cpu = w.F[C_LF_JOB]  # the main thread only queues the job
         else:
@@ -492,28 +492,30 @@ def configure(b) -> None:
     its dicts' entry lists, its generator and LRU clock, and the preload plan
     (``preload.plan``; applied by ``start``). Needs ``conns`` and
     ``max_pipeline``; gives ``key_rows`` and ``hot_keys``."""
-    from redsim.model import admin, bigkeys, preload
+    from redsim.model import admin, bigkeys, collection, preload
     from redsim.model import state as S
     from redsim.model.rng import server_seeds
 
     sc = b.scenario
-    n_hot = max(grp.keyspace.keys for grp in sc.clients)
-    n_pop = admin.populate_rows(sc)  # key:0 .. key:<n-1> of DEBUG POPULATE, after them
+    n_hot, n_pop = first_rows(sc)  # the string groups' key ids, then DEBUG POPULATE's keys
     n_big = len(sc.big_keys)  # then the big keys (model/bigkeys.py)
-    plans = preload.plan(sc, b.seed)
+    n_coll = collection.collection_keys(sc)  # then the collection keyspaces' (collection.py)
+    big_lo = n_hot + n_pop
+    plans = preload.plan(sc, b.seed, collection_rows(b, big_lo + n_big))
     once_pre, once_spare, once_low = preload.write_once_rows(plans, sc, b.size["conns"],
                                                              b.size["max_pipeline"])
-    n_keys = n_hot + n_pop + n_big + once_pre + once_spare
+    once_lo = big_lo + n_big + n_coll
+    n_keys = once_lo + once_pre + once_spare
     # Every row starts absent; flatten fills the key table from these broadcasts.
     b.fill("ks", **{f: np.broadcast_to(np.asarray(v), (n_keys,))
                     for f, v in S.KEY_ROW_ABSENT.items()},
            dense=np.zeros(n_keys, np.int64), xdense=np.zeros(n_keys, np.int64),
            **{f: np.zeros(n_keys, np.int64) for f in HANDLE_FIELDS},
-           free=np.zeros(max(n_keys - n_hot - n_pop - n_big, 1), np.int64))
+           free=np.zeros(max(n_keys - once_lo, 1), np.int64))
     b.I[S.POP_LO] = n_hot
     b.I[S.POP_ROWS] = n_pop
-    b.I[S.BIG_LO] = n_hot + n_pop
-    b.I[S.KS_ONCE_LO] = n_hot + n_pop + n_big
+    b.I[S.BIG_LO] = big_lo
+    b.I[S.KS_ONCE_LO] = once_lo
     b.I[S.KS_FREE_LOW] = once_low
     b.I[S.KS_RNG1], b.I[S.KS_RNG2] = server_seeds(b.seed)
     b.I[S.LRU_CLOCK] = LRU_CLOCK_START
@@ -524,7 +526,38 @@ def configure(b) -> None:
     big_sizes, big_counts = bigkeys.slab_demand(b)
     b.extra["slab_demand"] = (np.concatenate([sizes, pop_sizes, big_sizes]),
                               np.concatenate([counts, pop_counts, big_counts]))
-    b.size.update(key_rows=n_keys, hot_keys=n_hot, once_lo=n_hot + n_pop + n_big)
+    b.size.update(key_rows=n_keys, hot_keys=n_hot, once_lo=once_lo)
+
+
+def first_rows(scenario) -> tuple[int, int]:
+    """Rows of the string groups' key ids (shared: key id i is row i in every
+    string group), and of DEBUG POPULATE's keys, which follow them."""
+    from redsim.model import admin
+
+    n_hot = max((g.keyspace.keys for g in scenario.clients if g.keyspace.type == "string"),
+                default=0)
+    return n_hot, admin.populate_rows(scenario)
+
+
+def collection_rows(b, first: int) -> list:
+    """Per group, where its collection keyspace's keys are (``preload.CollectionRows``;
+    None for strings): rows from ``first`` on, collections after the big keys'."""
+    from redsim.model import collection
+    from redsim.model.preload import CollectionRows
+
+    sc = b.scenario
+    values = b.extra["group_collections"]["bytes"]
+    n_big = len(sc.big_keys)
+    out, done = [], 0
+    for grp, lo in zip(sc.clients, collection.layout(sc, first), strict=True):
+        if grp.keyspace.type == "string":
+            out.append(None)
+            continue
+        n = grp.keyspace.keys
+        out.append(CollectionRows(row_lo=lo, cid_lo=n_big + done,
+                                  value_bytes=values[done:done + n]))
+        done += n
+    return out
 
 
 def _slab_demand(plans) -> tuple[np.ndarray, np.ndarray]:
@@ -534,7 +567,7 @@ def _slab_demand(plans) -> tuple[np.ndarray, np.ndarray]:
 
     sizes, counts = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
     for p in plans:
-        if p is None:
+        if p is None or (len(p.vlens) and p.vlens[0] < -2):  # collections: bigkeys' demand
             continue
         for vlens, expires in ((p.vlens, p.expires), (p.once_vlens, p.once_expires)):
             s, c = key_requests(p.key_len, vlens, int(np.isfinite(expires).sum()))

@@ -38,7 +38,9 @@ Follows, for Redis 7.0 and 7.2 (the differences are noted):
   (7.2 listpack lists included).
 
 Reference §3.3–3.5 and ``docs/research/issue-21-collections.md`` §1–§2 hold the
-figures and worked examples. All sizes are for 64-bit builds.
+figures and worked examples. All sizes are for 64-bit builds. ``shape_of``
+does the arithmetic for Python (``footprint``) and for the kernel alike
+(``collection.reshape``, at every change of a collection keyspace's key).
 
 Simplifications (stated, each small against a collection's size):
 
@@ -63,7 +65,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from redsim.model.jemalloc import size_class
+from redsim.model.jit import leaf
 from redsim.model.objects import DICT_ENTRY, ROBJ, sds_bytes
 
 # Types and encodings (src/server.h OBJ_* values are not needed: these index tables).
@@ -126,6 +131,21 @@ class Limits:
                    s.zset_max_listpack_entries, s.zset_max_listpack_value,
                    s.list_max_listpack_size)
 
+    @property
+    def v72(self) -> bool:
+        """7.2 or later: set listpacks, list listpacks, ``setDictType``'s entries."""
+        return self.version not in ("6.2", "7.0")
+
+    def row(self) -> np.ndarray:
+        """The thresholds as ``shape_of`` reads them (and the kernel's
+        ``I[LIM_*]`` hold them): hash entries and value, set intset entries,
+        set listpack entries and value, zset entries and value, a list node's
+        byte and element limits."""
+        limit, count = _list_limit(self.list_size)
+        return np.array([self.hash_entries, self.hash_value, self.set_intset_entries,
+                         self.set_entries, self.set_value, self.zset_entries,
+                         self.zset_value, limit, count], np.int64)
+
 
 @dataclass(frozen=True)
 class Footprint:
@@ -146,17 +166,24 @@ class Footprint:
     nodes: int = 0
 
 
-def lp_entry(length: int) -> int:
+@leaf
+def lp_entry(length):
     """Bytes of a listpack string entry of ``length`` bytes: encoding, data and
     back length (``lpEncodeGetType``, ``lpEncodeBacklen``)."""
     enc = 1 + length if length <= 63 else (2 + length if length <= 4095 else 5 + length)
-    for back, limit in ((1, 127), (2, 16382), (3, 2097150), (4, 268435454)):
-        if enc <= limit:
-            return enc + back
+    if enc <= 127:
+        return enc + 1
+    if enc <= 16382:
+        return enc + 2
+    if enc <= 2097150:
+        return enc + 3
+    if enc <= 268435454:
+        return enc + 4
     return enc + 5
 
 
-def buckets(n: int) -> int:
+@leaf
+def buckets(n):
     """Buckets of a dict after ``n`` inserts: the next power of two ≥ n, at least 4
     (``_dictExpandIfNeeded`` grows a full table to the next power ≥ used + 1)."""
     size = MIN_BUCKETS
@@ -165,7 +192,8 @@ def buckets(n: int) -> int:
     return size
 
 
-def _dict_bytes(n: int, q16: bool) -> int:
+@leaf
+def _dict_bytes(n, q16):
     return size_class(DICT, q16) + size_class(POINTER * buckets(n), q16)
 
 
@@ -180,15 +208,16 @@ def skiplist_node_bytes(q16: bool) -> float:
     return total
 
 
-def list_node_elements(member: int, limit: int) -> int:
+@leaf
+def list_node_elements(member, limit):
     """Elements a quicklist node takes before a new node starts: inserts go on
     while ``node bytes + element + 8 ≤ limit`` (``_quicklistNodeAllowInsert``;
-    ``limit`` is the node's byte limit)."""
-    e = lp_entry(member)
-    k = 1
-    while LP_HEADER + k * e + member + QUICKLIST_OVERHEAD <= limit:
-        k += 1
-    return k
+    ``limit`` is the node's byte limit), so the first k for which
+    ``7 + k·entry + member + 8 > limit``."""
+    room = limit - LP_HEADER - member - QUICKLIST_OVERHEAD
+    if room < 0:
+        return 1
+    return room // lp_entry(member) + 1
 
 
 def _list_limit(list_size: int) -> tuple[int, int]:
@@ -198,6 +227,66 @@ def _list_limit(list_size: int) -> tuple[int, int]:
     return SIZE_SAFETY_LIMIT, max(list_size, 1)  # fill 0 allows no insert: one per node
 
 
+@leaf
+def _round(x):
+    return int(math.floor(x + 0.5))
+
+
+@leaf
+def shape_of(kind, n, member, value, integers, big, v72, lim, q16, score_entry, skl):
+    """``footprint``'s arithmetic, for Python and the kernel alike: (encoding,
+    bytes, allocations, free effort, quicklist nodes) of a collection of ``n``
+    elements. ``lim``: the thresholds as ``Limits.row`` lays them out; ``big``:
+    it already has its large encoding, which Redis never converts back (a
+    hash, set or sorted set that shrinks stays a hashtable or skiplist);
+    ``skl``: a skiplist node's expected bytes (``skiplist_node_bytes``)."""
+    c = size_class
+    robj = c(ROBJ, q16)
+    entry = c(DICT_ENTRY, q16)
+    if kind == HASH:
+        if not big and n <= lim[0] and member <= lim[1] and value <= lim[1]:
+            lp = LP_HEADER + n * (lp_entry(member) + lp_entry(value))
+            return LISTPACK, robj + c(lp, q16), 2, 1, 0
+        per = entry + sds_bytes(member, True, q16) + sds_bytes(value, True, q16)
+        return HASHTABLE, robj + _dict_bytes(n, q16) + n * per, 3 * n + 3, n, 0
+    if kind == SET:
+        if not big and integers and n <= lim[2]:
+            width = 2 if n <= 32767 else 4
+            return INTSET, robj + c(INTSET_HEADER + n * width, q16), 2, 1, 0
+        if not big and v72 and not integers and n <= lim[3] and member <= lim[4]:
+            return LISTPACK, robj + c(LP_HEADER + n * lp_entry(member), q16), 2, 1, 0
+        sds = sds_bytes(member, True, q16)
+        if v72:
+            b = buckets(n)
+            chained = _round(n - b * (1.0 - math.exp(-n / b)))
+            total = robj + _dict_bytes(n, q16) + n * sds + chained * c(SET_ENTRY_NO_VALUE, q16)
+            return HASHTABLE, total, n + chained + 3, n, 0
+        return HASHTABLE, robj + _dict_bytes(n, q16) + n * (entry + sds), 2 * n + 3, n, 0
+    if kind == ZSET:
+        if not big and n <= lim[5] and member <= lim[6]:
+            lp = LP_HEADER + _round(n * (lp_entry(member) + score_entry))
+            return LISTPACK, robj + c(lp, q16), 2, 1, 0
+        header = c(24 + 16 * ZSKIPLIST_MAXLEVEL, q16)
+        fixed = robj + c(ZSET_STRUCT, q16) + _dict_bytes(n, q16) + c(ZSKIPLIST, q16) + header
+        per = skl + sds_bytes(member, True, q16) + entry
+        return SKIPLIST, _round(fixed + n * per), 3 * n + 6, n, 0
+    # LIST
+    limit, count = lim[7], lim[8]
+    e = lp_entry(member)
+    if not big and v72 and LP_HEADER + n * e <= limit and n <= count:
+        return LISTPACK, robj + c(LP_HEADER + n * e, q16), 2, 1, 0
+    per_node = min(list_node_elements(member, limit), count)
+    full = n // per_node
+    rest = n - full * per_node
+    node = c(QUICKLIST_NODE, q16)
+    total = robj + c(QUICKLIST_STRUCT, q16) + full * (node + c(LP_HEADER + per_node * e, q16))
+    nodes = full
+    if rest:
+        total += node + c(LP_HEADER + rest * e, q16)
+        nodes += 1
+    return QUICKLIST, total, 2 * nodes + 2, nodes, nodes
+
+
 def footprint(kind: int, n: int, member: int, value: int = 0, integers: bool = False,
               limits: Limits = Limits(), q16: bool = False,
               score_entry: float = LP_SCORE) -> Footprint:
@@ -205,53 +294,27 @@ def footprint(kind: int, n: int, member: int, value: int = 0, integers: bool = F
     elements built one element at a time (``kind``: HASH, SET, ZSET or LIST).
     ``score_entry``: a sorted set's mean listpack bytes per score (10 for
     integer-valued scores past 2^31; ``"1.5"`` takes 5)."""
-    v72 = limits.version not in ("6.2", "7.0")
-    c = size_class
-    robj = c(ROBJ, q16)
-    entry = c(DICT_ENTRY, q16)
+    if kind not in (HASH, SET, ZSET, LIST):
+        raise ValueError(f"unknown collection type {kind}")
+    enc, nbytes, allocs, effort, nodes = shape_of(
+        kind, n, member, value, integers, False, limits.v72, limits.row(), q16,
+        float(score_entry), skiplist_node_bytes(q16))
+    return Footprint(int(enc), int(nbytes), int(allocs), int(effort), int(nodes))
+
+
+@leaf
+def rdb_of(kind, enc, nbytes, nodes, n, member, value):
+    """``rdb_bytes``' arithmetic, for Python and the kernel alike."""
+    if enc == LISTPACK or enc == INTSET:
+        return nbytes - ROBJ
+    if enc == QUICKLIST:
+        return nbytes - ROBJ - QUICKLIST_STRUCT - nodes * QUICKLIST_NODE
+    per = (1 if member < 64 else 2) + member
     if kind == HASH:
-        if n <= limits.hash_entries and member <= limits.hash_value \
-                and value <= limits.hash_value:
-            lp = LP_HEADER + n * (lp_entry(member) + lp_entry(value))
-            return Footprint(LISTPACK, robj + c(lp, q16), 2, 1)
-        per = entry + sds_bytes(member, True, q16) + sds_bytes(value, True, q16)
-        return Footprint(HASHTABLE, robj + _dict_bytes(n, q16) + n * per, 3 * n + 3, n)
-    if kind == SET:
-        if integers and n <= limits.set_intset_entries:
-            width = 2 if n <= 32767 else 4
-            return Footprint(INTSET, robj + c(INTSET_HEADER + n * width, q16), 2, 1)
-        if v72 and not integers and n <= limits.set_entries and member <= limits.set_value:
-            return Footprint(LISTPACK, robj + c(LP_HEADER + n * lp_entry(member), q16), 2, 1)
-        sds = sds_bytes(member, True, q16)
-        if v72:
-            b = buckets(n)
-            chained = round(n - b * (1.0 - math.exp(-n / b)))
-            total = robj + _dict_bytes(n, q16) + n * sds + chained * c(SET_ENTRY_NO_VALUE, q16)
-            return Footprint(HASHTABLE, total, n + chained + 3, n)
-        return Footprint(HASHTABLE, robj + _dict_bytes(n, q16) + n * (entry + sds), 2 * n + 3, n)
-    if kind == ZSET:
-        if n <= limits.zset_entries and member <= limits.zset_value:
-            lp = LP_HEADER + round(n * (lp_entry(member) + score_entry))
-            return Footprint(LISTPACK, robj + c(lp, q16), 2, 1)
-        header = c(24 + 16 * ZSKIPLIST_MAXLEVEL, q16)
-        fixed = robj + c(ZSET_STRUCT, q16) + _dict_bytes(n, q16) + c(ZSKIPLIST, q16) + header
-        per = skiplist_node_bytes(q16) + sds_bytes(member, True, q16) + entry
-        return Footprint(SKIPLIST, int(round(fixed + n * per)), 3 * n + 6, n)
-    if kind == LIST:
-        limit, count = _list_limit(limits.list_size)
-        e = lp_entry(member)
-        if v72 and LP_HEADER + n * e <= limit and n <= count:
-            return Footprint(LISTPACK, robj + c(LP_HEADER + n * e, q16), 2, 1)
-        per_node = min(list_node_elements(member, limit), count)
-        full, rest = divmod(n, per_node)
-        node = c(QUICKLIST_NODE, q16)
-        total = robj + c(QUICKLIST_STRUCT, q16) + full * (node + c(LP_HEADER + per_node * e, q16))
-        nodes = full
-        if rest:
-            total += node + c(LP_HEADER + rest * e, q16)
-            nodes += 1
-        return Footprint(QUICKLIST, total, 2 * nodes + 2, nodes, nodes)
-    raise ValueError(f"unknown collection type {kind}")
+        per += (1 if value < 64 else 2) + value
+    elif kind == ZSET:
+        per += 8
+    return n * per + 5
 
 
 def rdb_bytes(kind: int, fp: Footprint, n: int, member: int, value: int = 0) -> int:
@@ -259,14 +322,4 @@ def rdb_bytes(kind: int, fp: Footprint, n: int, member: int, value: int = 0) -> 
     its blob (``rdbSaveObject``), other encodings element by element with a
     length prefix each (1 byte below 64, as ``rdbSaveLen``), a skiplist's
     score as 8 binary bytes."""
-    if fp.encoding in (LISTPACK, INTSET):
-        return fp.bytes - ROBJ
-    if fp.encoding == QUICKLIST:
-        return fp.bytes - ROBJ - QUICKLIST_STRUCT - fp.nodes * QUICKLIST_NODE
-    prefix = 1 if member < 64 else 2
-    per = prefix + member
-    if kind == HASH:
-        per += (1 if value < 64 else 2) + value
-    elif kind == ZSET:
-        per += 8
-    return n * per + 5
+    return int(rdb_of(kind, fp.encoding, fp.bytes, fp.nodes, n, member, value))

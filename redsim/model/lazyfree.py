@@ -36,8 +36,12 @@ hashtable's bucket array goes).
 
 Deviation: ``FLUSHALL ASYNC`` / ``lazyfree-lazy-user-flush`` and
 ``lazyfree-lazy-server-del`` (overwrites and implicit deletes) are not
-modelled: redsim's commands never overwrite or implicitly delete a
-collection.
+modelled: redsim's commands never overwrite a collection, and their one
+implicit delete, of a collection emptied by HDEL, SREM, ZREM or a pop, frees
+a value too small (effort 1) for the bio thread either way.
+
+Deviation: the queue has a fixed number of slots (``LF_SPARE``); were it
+full, a lazy delete would free on the main thread.
 """
 
 from __future__ import annotations
@@ -64,7 +68,8 @@ from redsim.observe.bins import count
 FIELDS = (
     ("I", "LAZY_USER_DEL", "i8", "-", "config", "lazyfree-lazy-user-del: DEL frees as UNLINK"),
     ("I", "LAZY_EXPIRE", "i8", "-", "config", "lazyfree-lazy-expire"),
-    ("I", "LF_CAP", "i8", "-", "config", "slots of the bio lazy-free queue (one per collection)"),
+    ("I", "LF_CAP", "i8", "-", "config",
+     "slots of the bio lazy-free queue (one per big key, and room for collection keyspaces')"),
     ("I", "LF_FIRST", "i8", "-", "state", "the slot of the bio thread's current (oldest) job"),
     ("I", "LF_N", "i8", "-", "state",
      "lazyfree_pending_objects: values queued for the bio thread or being freed by it"),
@@ -78,7 +83,11 @@ FIELDS = (
      "main-thread CPU to queue one lazy free, s (engine.cpu.lazyfree-job)"),
     ("wi", "WI_LF_PENDING", "i8", "-", "gauge", "lazyfree_pending_objects at the window's end"),
     ("wi", "WI_LAZYFREED", "i8", "-", "count", "values the bio thread freed in the window"),
-    ("lf", "job", "i8", "-", "state", "the queued values, oldest first: collection ids"),
+    ("lf", "aval", "i8", "-", "state",
+     "each queued value's arena handles (extent, robj), oldest first from LF_FIRST"),
+    ("lf", "bytes", "i8", "B", "state", "each queued value's allocated bytes"),
+    ("lf", "t0", "f8", "s", "state", "when the bio thread starts freeing it, s"),
+    ("lf", "t1", "f8", "s", "state", "when the bio thread has freed it, s"),
 )
 
 
@@ -89,21 +98,24 @@ def free_cpu(w, allocs):
 
 
 @leaf
-def queue(w, cid, effort):
-    """``freeObjAsync`` of collection ``cid`` with free effort ``effort``: True
-    if it went to the bio thread (its bytes stay in ``used_memory`` until freed),
-    False if the caller must free it now."""
+def queue(w, aval, nbytes, allocs, effort):
+    """``freeObjAsync`` of a value (arena handles ``aval``, ``nbytes`` allocated
+    in ``allocs`` allocations) with free effort ``effort``: True if it went to
+    the bio thread (its bytes stay in ``used_memory`` until freed), False if
+    the caller must free it now (a small one, or a full queue: see configure)."""
     I = w.I
     F = w.F
-    if effort <= LAZYFREE_THRESHOLD:
+    if effort <= LAZYFREE_THRESHOLD or I[LF_N] == I[LF_CAP]:
         return False
     start = max(F[T], F[LF_FREE_AT]) if I[LF_N] > 0 else F[T]
-    w.cl_t0[cid] = start
-    w.cl_t1[cid] = start + free_cpu(w, w.cl_allocs[cid])
-    F[LF_FREE_AT] = w.cl_t1[cid]
-    w.lf_job[wrap(I[LF_FIRST] + I[LF_N], I[LF_CAP])] = cid
+    slot = wrap(I[LF_FIRST] + I[LF_N], I[LF_CAP])
+    w.lf_aval[slot] = aval
+    w.lf_bytes[slot] = nbytes
+    w.lf_t0[slot] = start
+    w.lf_t1[slot] = start + free_cpu(w, allocs)
+    F[LF_FREE_AT] = w.lf_t1[slot]
     I[LF_N] += 1
-    I[LF_BYTES] += w.cl_bytes[cid]
+    I[LF_BYTES] += nbytes
     return True
 
 
@@ -114,14 +126,14 @@ def catch_up(w):
     I = w.I
     F = w.F
     while I[LF_N] > 0:
-        cid = w.lf_job[I[LF_FIRST]]
-        if w.cl_t1[cid] > F[T]:
+        slot = I[LF_FIRST]
+        if w.lf_t1[slot] > F[T]:
             break
-        v = w.cl_aval[cid]
+        v = w.lf_aval[slot]
         arena_zfree(w, lo_handle(v))
         arena_zfree(w, hi_handle(v))
-        w.cl_aval[cid] = 0
-        I[LF_BYTES] -= w.cl_bytes[cid]
+        w.lf_aval[slot] = 0
+        I[LF_BYTES] -= w.lf_bytes[slot]
         I[LF_FIRST] = wrap(I[LF_FIRST] + 1, I[LF_CAP])
         I[LF_N] -= 1
         I[STAT_LAZYFREED] += 1
@@ -136,21 +148,29 @@ def in_flight(w):
     I = w.I
     if I[LF_N] == 0:
         return 0
-    cid = w.lf_job[I[LF_FIRST]]
-    t0, t1 = w.cl_t0[cid], w.cl_t1[cid]
+    slot = I[LF_FIRST]
+    t0, t1 = w.lf_t0[slot], w.lf_t1[slot]
     done = 0
     now = w.F[T]
     if now > t0 and t1 > t0:
-        done = int(w.cl_bytes[cid] * (now - t0) / (t1 - t0))
+        done = int(w.lf_bytes[slot] * (now - t0) / (t1 - t0))
     return I[LF_BYTES] - done
 
 
 # ---- configuration (Python, once per run) ---------------------------------------------
 
 
+LF_SPARE = 4096
+"""Queue slots beyond the big keys: a collection keyspace's values are freed
+again and again, but one needs more than 64 elements to be queued at all and
+the main thread adds them more slowly than the bio thread frees them, so the
+queue stays short; were it ever full, a value would be freed on the main
+thread instead (Redis's bio list has no limit)."""
+
+
 def configure(b) -> None:
-    """``lazyfree-lazy-*``, the free costs, and a queue slot per collection value
-    (needs ``bigkeys.configure``'s ``collections``)."""
+    """``lazyfree-lazy-*``, the free costs, and the queue's slots (needs
+    ``bigkeys.configure``'s ``collections``)."""
     import numpy as np
 
     from redsim.model import state as S
@@ -161,6 +181,8 @@ def configure(b) -> None:
     b.I[S.LAZY_EXPIRE] = 1 if server.lazyfree_lazy_expire else 0
     b.F[S.C_FREE_ALLOC] = cpu.free_alloc * US * cpu.scale
     b.F[S.C_LF_JOB] = cpu.lazyfree_job * US * cpu.scale
-    cap = max(b.size["collections"], 1)
+    n_big = len(b.scenario.big_keys)
+    cap = n_big + min(b.size["collections"] - n_big, LF_SPARE) + 1
     b.I[S.LF_CAP] = cap
-    b.fill("lf", job=np.zeros(cap, np.int64))
+    b.fill("lf", aval=np.zeros(cap, np.int64), bytes=np.zeros(cap, np.int64),
+           t0=np.zeros(cap), t1=np.zeros(cap))

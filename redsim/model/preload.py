@@ -178,12 +178,30 @@ def _generator(seed: int, part: int) -> np.random.Generator:
         np.random.SeedSequence(seed, spawn_key=(PRELOAD_STREAM, part))))
 
 
-def plan(scenario, seed: int) -> list[GroupPreload | None]:
-    """Every group's preloaded keys (None for a group with nothing to preload)."""
+@dataclass
+class CollectionRows:
+    """Where a collection keyspace's keys live (``model/collection.py``): the
+    key row of its key id 0, the collection id of that key, and each key's
+    value bytes at its preloaded element count."""
+
+    row_lo: int
+    cid_lo: int
+    value_bytes: np.ndarray
+
+
+def plan(scenario, seed: int,
+         collections: list[CollectionRows | None] | None = None) -> list[GroupPreload | None]:
+    """Every group's preloaded keys (None for a group with nothing to preload);
+    ``collections``: per group, where a collection keyspace's keys are (their
+    rows and values replace the key ids and string values)."""
+    from redsim.model.bigkeys import COLLECTION
+    from redsim.model.objects import string_key_bytes
+
     rng = _generator(seed, 0)
     plans: list[GroupPreload | None] = []
     planned = planned_bytes = 0  # keys and bytes planned for earlier groups
-    for grp in scenario.clients:
+    for gi, grp in enumerate(scenario.clients):
+        coll = collections[gi] if collections else None
         ks = grp.keyspace
         if grp.kind == "trace":
             plans.append(None)
@@ -223,8 +241,14 @@ def plan(scenario, seed: int) -> list[GroupPreload | None]:
         has_ttl = math.isfinite(ttl)
         maxmemory = scenario.server.maxmemory
         limit = ks.preload_limit * maxmemory - STARTUP_BYTES[scenario.redis_version]
+        if coll is not None:  # the key's objects, then its collection's value
+            vlens = COLLECTION - (coll.cid_lo + keys)
         if maxmemory > 0:
-            hot = string_keys_bytes(grp.key_size, vlens, has_ttl, q16)
+            if coll is None:
+                hot = string_keys_bytes(grp.key_size, vlens, has_ttl, q16)
+            else:
+                hot = int(string_key_bytes(grp.key_size, 0, True, True, has_ttl, q16)) + \
+                    coll.value_bytes[keys]
             if m:
                 keep = _keep_recent(hot, lrus, limit - planned_bytes, planned, has_ttl)
                 if keep is not None:
@@ -250,7 +274,8 @@ def plan(scenario, seed: int) -> list[GroupPreload | None]:
         planned += m + n_once
         ages = _sorted_uniforms(rng, n_once) * (n_once / once_rate if n_once else 0.0)
         plans.append(GroupPreload(
-            key_len=grp.key_size, keys=keys, vlens=vlens, expires=expires,
+            key_len=grp.key_size, keys=keys if coll is None else keys + coll.row_lo,
+            vlens=vlens, expires=expires,
             lrus=lrus.astype(np.int64),
             once_vlens=once_vlens,
             once_expires=ttl - ages if math.isfinite(ttl) else np.full(n_once, np.inf),
