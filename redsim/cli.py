@@ -220,7 +220,7 @@ def cmd_run(args) -> int:
         from redsim.simulation import warm_up
 
         print("redsim: compiling the simulation kernel (once per install or version, about "
-              "7 minutes on a 2-vCPU VM)...", file=sys.stderr, flush=True)
+              "8 minutes on a 2-vCPU VM)...", file=sys.stderr, flush=True)
         print(f"redsim: compiled in {warm_up():.0f} s", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     sim = make_simulation(scenario, seed=seed, progress=progress)
