@@ -138,7 +138,7 @@ class Limits:
 
     def row(self) -> np.ndarray:
         """The thresholds as ``shape_of`` reads them (and the kernel's
-        ``I[LIM_*]`` hold them): hash entries and value, set intset entries,
+        ``tb_coll_lim`` holds them): hash entries and value, set intset entries,
         set listpack entries and value, zset entries and value, a list node's
         byte and element limits."""
         limit, count = _list_limit(self.list_size)
