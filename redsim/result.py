@@ -296,7 +296,7 @@ class Result:
             "expired_keys": int(w.I[S.STAT_EXPIRED]),
             "evicted_keys": int(w.I[S.STAT_EVICTED]),
             "lazyfreed_objects": int(w.I[S.STAT_LAZYFREED]),
-            "lazyfree_pending_objects_end": int(w.I[S.LF_N]),
+            "lazyfree_pending_objects_end": int(w.I[S.LF_OBJECTS]),
             "expired_time_cap_reached_count": int(w.I[S.STAT_EXPIRE_CAPPED]),
             "oom_rejected": int(w.I[S.STAT_OOM]),
             "busy_rejected": int(w.I[S.STAT_BUSY]),

@@ -112,7 +112,8 @@ def _every_path() -> dict:
                    {"at": 0.7, "do": "del", "pattern": "random", "fraction": 0.5,
                     "group": "closed"},
                    {"at": 0.8, "do": "memory-purge"},
-                   {"at": 0.9, "do": "config-set", "config": {"activedefrag": "yes"}}],
+                   {"at": 0.9, "do": "config-set", "config": {"activedefrag": "yes"}},
+                   {"at": 0.95, "do": "flushall", "mode": "async"}],
         "clients": [
             {"name": "recorded", "kind": "trace", "trace": trace, "trace-timing": "recorded"},
             {"name": "looped", "kind": "trace", "trace": trace, "replay": "loop"},
@@ -159,9 +160,11 @@ def test_every_field_is_read_by_the_model_or_listed(consumed):
         f"listed but read: {sorted((set(READ_OUTSIDE_THE_MODEL) | not_yet) - unread)}")
 
 
-@pytest.mark.parametrize("directive, value", [("lazyfree-lazy-server-del", "yes")])
-def test_a_field_not_modelled_yet_warns_when_set(directive, value):
-    assert directive in NOT_YET_MODELLED
+def test_a_field_not_modelled_yet_warns_when_set(monkeypatch):
+    # Every directive is modelled today; the warning is for the next one that
+    # is read but not yet modelled, so a modelled one stands in for it here.
+    directive, value = "lazyfree-lazy-user-del", "yes"
+    monkeypatch.setitem(NOT_YET_MODELLED, directive, "deletes free on the main thread")
     forget_warnings()
     doc = {"name": "x", "clients": [{"name": "a"}], "server": {directive: value}}
     with pytest.warns(UnmodelledDirectiveWarning) as got:

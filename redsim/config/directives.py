@@ -97,6 +97,7 @@ MODELLED_DIRECTIVES: frozenset[str] = frozenset(
         "lazyfree-lazy-expire",
         "lazyfree-lazy-server-del",
         "lazyfree-lazy-user-del",
+        "lazyfree-lazy-user-flush",
         "active-expire-effort",
         "appendonly",
         "appendfsync",
@@ -395,9 +396,7 @@ REDIS_DEFAULTS: dict[str, str] = {
     "zset-max-ziplist-value": "64",
 }
 
-NOT_YET_MODELLED: dict[str, str] = {
-    "lazyfree-lazy-server-del": "overwritten keys are freed on the main thread",
-}
+NOT_YET_MODELLED: dict[str, str] = {}
 """Directives of ``MODELLED_DIRECTIVES`` that are checked and documented like the
 others but not modelled yet, with what the model does instead: a value other than
 Redis's default warns (``loader``), since it changes nothing in the run."""

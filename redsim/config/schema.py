@@ -182,6 +182,7 @@ RUNTIME_SETTABLE = frozenset({
     "active-defrag-threshold-upper", "active-defrag-cycle-min", "active-defrag-cycle-max"})
 """Directives a ``config-set`` event may change (``model/defrag.py``'s ``SETTABLE``)."""
 DelPattern = Literal["odd", "even", "every", "random", "first"]
+FlushMode = Literal["async", "sync"]
 CollectionType = Literal["hash", "set", "zset", "list"]
 KeyType = Literal["string", "hash", "set", "zset", "list"]
 RedisVersion = Literal["6.2", "7.0", "7.2"]
@@ -359,11 +360,15 @@ class Server(_Model):
     lazyfree_lazy_expire: Bool = False
     """Free expired keys' big values on the lazyfree thread (``model/lazyfree.py``)."""
     lazyfree_lazy_server_del: Bool = False
-    """Free keys a command overwrites or deletes implicitly on the lazyfree
-    thread. Checked, not modelled yet (``yes`` warns): redsim's commands never
-    overwrite a collection."""
+    """Free keys a command deletes implicitly on the lazyfree thread: in redsim,
+    a collection emptied by HDEL, SREM, ZREM or a pop, whose effort of 0 keeps
+    it on the main thread all the same (redsim's commands never overwrite a
+    collection; ``model/lazyfree.py``)."""
     lazyfree_lazy_user_del: Bool = False
     """DEL as UNLINK: big values go to the lazyfree thread (``model/lazyfree.py``)."""
+    lazyfree_lazy_user_flush: Bool = False
+    """A FLUSHALL event without a ``mode`` is FLUSHALL ASYNC: the bio lazyfree
+    thread frees the keys (``model/admin.py``)."""
     hash_max_listpack_entries: NonNegInt = 512
     """A hash with more fields is a hashtable (alias ``hash-max-ziplist-entries``)."""
     hash_max_listpack_value: NonNegInt = 64
@@ -875,16 +880,16 @@ class BigKey(_Model):
 class ScenarioEvent(_Model):
     """Something done to the server at a given time: ``{at: 30s, do: bgsave}``,
     ``{at: 0s, do: populate, keys: 100000, value-size: 1kb}``,
-    ``{at: 10s, do: del, pattern: odd}``, ``{at: 20s, do: unlink, key: big:hash}``
-    (``model/admin.py``)."""
+    ``{at: 10s, do: del, pattern: odd}``, ``{at: 20s, do: unlink, key: big:hash}``,
+    ``{at: 30s, do: flushall, mode: async}`` (``model/admin.py``)."""
 
     at: Seconds
     do: Annotated[EventAction, _literal(EventAction)]
     """bgsave, bgrewriteaof, populate (DEBUG POPULATE keys key value-size: keys
     ``key:0`` .. ``key:<keys-1>``), del (DEL of the keys a pattern picks, or of one
-    of ``big-keys`` by its ``key``), unlink (UNLINK of a big key), flushall,
-    memory-purge, or config-set (CONFIG SET of the directives under ``config``);
-    run as the command would be."""
+    of ``big-keys`` by its ``key``), unlink (UNLINK of a big key), flushall
+    (FLUSHALL, with ``mode``), memory-purge, or config-set (CONFIG SET of the
+    directives under ``config``); run as the command would be."""
     keys: Annotated[int, _v(parse_int, minimum=1)] | None = None
     """populate: how many keys (``key:0`` .. ``key:<keys-1>``; existing ones are kept)."""
     value_size: Bytes | None = None
@@ -904,6 +909,11 @@ class ScenarioEvent(_Model):
     group: str | None = None
     """del: a client group whose key ids (number i = key id i) the pattern picks from;
     by default the populated keys (``key:<i>`` is number i)."""
+    mode: Annotated[FlushMode, _literal(FlushMode)] | None = None
+    """flushall: ``async`` (FLUSHALL ASYNC: the bio lazy-free thread frees the keys
+    while the main thread goes on) or ``sync`` (FLUSHALL SYNC: the main thread frees
+    them all before anything else runs); by default, as ``lazyfree-lazy-user-flush``
+    says."""
     config: dict[str, Any] | None = None
     """config-set: the directives to set and their values, as under ``server:``
     (``{activedefrag: yes}``); ``activedefrag`` and the active-defrag thresholds
@@ -920,9 +930,10 @@ class ScenarioEvent(_Model):
                                field=(name.replace("_", "-"),))
         allowed = {"populate": {"keys", "value_size"},
                    "del": {"pattern", "every", "fraction", "group", "key"},
-                   "unlink": {"key"}, "config-set": {"config"}}.get(self.do, set())
+                   "unlink": {"key"}, "config-set": {"config"},
+                   "flushall": {"mode"}}.get(self.do, set())
         for name in ("keys", "value_size", "pattern", "every", "fraction", "group", "key",
-                     "config"):
+                     "config", "mode"):
             if getattr(self, name) is not None and name not in allowed:
                 raise BadValue(f"no {name.replace('_', '-')} with do: {self.do}",
                                repr(getattr(self, name)), field=(name.replace("_", "-"),))

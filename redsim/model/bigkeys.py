@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from redsim.model.arena import PAGE, large_malloc
+from redsim.model.jemalloc import size_class
 from redsim.model.jit import leaf
 from redsim.model.tcache import LARGE_MAX_PAGES
 from redsim.model.zmalloc import zmalloc
@@ -67,15 +68,31 @@ def collection_of(vlen):
 
 
 @leaf
+def extent_pages(n):
+    """Pages of an extent holding ``n`` bytes."""
+    return (n + PAGE - 1) // PAGE
+
+
+@leaf
 def value_extent(w, n):
     """The arena's stand-in for a collection value's ``n`` bytes past its robj:
     one allocation of its size class up to the thread cache's largest (32 KB),
     else an extent of exactly the pages it needs, as a value's many regions
     fill their slabs (a large size class would add up to 25 %)."""
-    pages = (n + PAGE - 1) // PAGE
+    pages = extent_pages(n)
     if pages <= LARGE_MAX_PAGES:
         return zmalloc(w, n)
     return large_malloc(w, pages)
+
+
+@leaf
+def extent_class(n, q16):
+    """What ``value_extent`` allocates for ``n`` bytes: its size class up to
+    32 KB, as a negative page count above (equal classes reallocate in place)."""
+    pages = extent_pages(n)
+    if pages <= LARGE_MAX_PAGES:
+        return size_class(n, q16)
+    return -pages
 
 
 # ---- configuration (Python, once per run) ---------------------------------------------

@@ -17,6 +17,7 @@ mechanism's own module: a ``FIELDS`` entry if the kernel needs a new number
 from __future__ import annotations
 
 from redsim.model import (
+    admin,
     aof,
     arena,
     bigkeys,
@@ -64,6 +65,7 @@ STEPS = (
     collection.configure,  # the collection keyspaces' rows and their elements
     bigkeys.configure,  # the collections' table (needs collection's rows)
     lazyfree.configure,  # needs collections
+    admin.configure,
     db.configure,  # decides key_rows (needs conns)
     memory.configure,
     arena.configure,  # needs conns, max_pipeline and db's slab_demand

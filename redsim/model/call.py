@@ -20,8 +20,10 @@ what is stored: a hit returns the value, a miss a 5-byte nil (``$-1\\r\\n``).
 
 Collection commands (HSET, SADD, LRANGE …) act on stored elements in a
 group whose keyspace holds that type (``model/collection.py``); elsewhere
-they cost CPU and bytes but leave the keyspace alone. Trace commands carry
-no key id and leave the keyspace alone (their sizes come from the trace).
+they cost CPU and bytes but leave the keyspace alone. A trace's lines carry
+a key row where they name a key redsim tracks (a cache trace's keys; a
+command file's collection keys, ``trace.TraceCollection``); the rest leave
+the keyspace alone (their sizes come from the trace).
 
 Extra keys of a multi-key command (MGET, MSET, DEL k1 k2 …) are drawn from
 the group's key distribution when the command runs. A write's first key may

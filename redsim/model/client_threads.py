@@ -75,10 +75,10 @@ FIELDS = (
     ("gp", "cli_first", "i8", "-", "config", "the group's first client thread (ct row)"),
     ("gp", "cli_n", "i8", "-", "config", "the group's client threads (client-threads)"),
     ("ct", "clock", "f8", "s", "state", "when the client thread is next free, s"),
-    ("ct", "poll", "i8", "-", "state", "1 while the thread's next poll (EV_CLI_POLL) is pending"),
     ("ct", "q_head", "i8", "-", "state", "first connection whose reply waits for the thread"),
     ("ct", "q_tail", "i8", "-", "state", "last connection whose reply waits for the thread"),
-    ("ct", "q_n", "i8", "-", "state", "replies waiting for the thread's next poll"),
+    ("ct", "q_n", "i8", "-", "state",
+     "replies waiting for the thread's next poll (EV_CLI_POLL), pending while there are any"),
     ("cn", "cli_next", "i8", "-", "state",
      "same-host client: the next connection in its thread's queue of replies"),
 )
@@ -90,10 +90,10 @@ def reply_in(w, g, c, te):
     for its thread's next poll, which a sleeping thread makes after waking."""
     F = w.F
     th = w.gp_cli_first[g] + c % w.gp_cli_n[g]
+    pending = w.ct_q_n[th] > 0  # a poll is pending exactly while replies wait for it
     linked_fifo.append(w.cn_cli_next, w.ct_q_head, w.ct_q_tail, w.ct_q_n, th, c)
-    if w.ct_poll[th]:
+    if pending:
         return  # the pending poll will return it too
-    w.ct_poll[th] = 1
     t = w.ct_clock[th]
     if t < te:  # asleep in epoll_wait: this reply wakes it
         wall = F[C_WAKE] * F[CLI_SLOW]
@@ -110,7 +110,6 @@ def poll(w, th, tp):
     request in the same order; each request completes at its write
     (EV_REPLY_READ)."""
     F = w.F
-    w.ct_poll[th] = 0
     n = w.ct_q_n[th]
     c = w.ct_q_head[th]
     cpu = w.gp_cli_cpu[w.cn_group[c]] * F[CLI_SLOW]
@@ -151,7 +150,7 @@ def configure(b) -> None:
     b.F[S.CLI_SLOW] = 1.0
     b.fill("gp", cli_cpu=f64(cpu), cli_first=i64(first), cli_n=i64(n))
     rows = max(total, 1)
-    b.fill("ct", clock=np.zeros(rows), poll=np.zeros(rows, np.int64),
+    b.fill("ct", clock=np.zeros(rows),
            q_head=np.full(rows, -1, np.int64), q_tail=np.full(rows, -1, np.int64),
            q_n=np.zeros(rows, np.int64))
     b.fill("cn", cli_next=np.full(b.size["conns"], -1, np.int64))

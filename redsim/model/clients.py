@@ -1190,6 +1190,7 @@ def configure(b) -> None:
     """
     import numpy as np
 
+    from redsim.model import collection
     from redsim.model import state as S
     from redsim.model.blueprint import f64, i64
     from redsim.model.call import zipf_cdf
@@ -1213,6 +1214,7 @@ def configure(b) -> None:
     tr_parts = []
     tr_parts_keys = []
     tr_len = 0
+    coll_lo = collection.first_key_rows(b.scenario)  # a command file's collections
     max_pipeline = 1
     for gi, grp in enumerate(groups):
         kind = _KIND[grp.kind]
@@ -1290,7 +1292,7 @@ def configure(b) -> None:
         if kind == KIND_TRACE:
             tr = load_group_trace(grp)
             tr_parts.append(tr)
-            tr_parts_keys.append((tr, grp.keyspace.keys))
+            tr_parts_keys.append((tr, grp.keyspace.keys, coll_lo[gi]))
             tr_len += len(tr.cmd)
         g_fields["trace_end"].append(tr_len)
         g_fields["replay_loop"].append(1 if grp.replay == "loop" else 0)
@@ -1394,9 +1396,12 @@ def configure(b) -> None:
         tr = {f: np.concatenate([getattr(t, f) for t in tr_parts])
               for f in ("cmd", "req_bytes", "reply_bytes", "elems", "value", "time", "big")}
         # A keyed trace names keys 0..n-1 by first appearance; they wrap onto the
-        # group's keyspace (traces/ checks they fit when the scenario loads).
-        tr["key"] = np.concatenate([np.where(t.key_ids() >= 0, t.key_ids() % keys, -1)
-                                    for t, keys in tr_parts_keys])
+        # group's keyspace (traces/ checks they fit when the scenario loads). A
+        # command file's collection keys have their own rows (collection.layout).
+        tr["key"] = np.concatenate([
+            np.where(t.coll_key >= 0, lo + t.coll_key, -1) if t.coll_key is not None
+            else np.where(t.key_ids() >= 0, t.key_ids() % keys, -1)
+            for t, keys, lo in tr_parts_keys])
     else:
         tr = {f: np.zeros(1, np.float64 if f == "time" else np.int64)
               for f in ("cmd", "req_bytes", "reply_bytes", "elems", "value", "time")}

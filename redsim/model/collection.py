@@ -57,7 +57,7 @@ from __future__ import annotations
 import numpy as np
 
 from redsim.model.arena import hi_handle, lo_handle, pair
-from redsim.model.bigkeys import COLLECTION, value_extent
+from redsim.model.bigkeys import COLLECTION, extent_class, value_extent
 from redsim.model.commands import (
     COLL_ADD,
     COLL_ALL,
@@ -78,7 +78,6 @@ from redsim.model.encoding import (
     rdb_of,
     shape_of,
 )
-from redsim.model.jemalloc import size_class
 from redsim.model.jit import leaf, step
 from redsim.model.objects import ROBJ
 from redsim.model.protocol import bulk, header, integer_reply
@@ -89,11 +88,11 @@ from redsim.model.state import (
     CHILD,
     CHILD_NONE,
     COLL_V72,
+    LAZY_SERVER_DEL,
     MEM_DATASET,
     Q16,
     SKL_NODE,
 )
-from redsim.model.tcache import LARGE_MAX_PAGES
 from redsim.model.zmalloc import zfree
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -110,9 +109,11 @@ FIELDS = (
     ("tb", "cmd_coll", "i8", "-", "config",
      "each command's collection op (commands.COLL_*; 0: none)"),
     ("gp", "coll_kind", "i8", "-", "config",
-     "the keyspace's collection type (encoding.HASH, SET, ZSET, LIST); -1: strings"),
+     "the keyspace's collection type (encoding.HASH, SET, ZSET, LIST; a trace's: its first "
+     "collection's); -1: strings only"),
     ("gp", "key_lo", "i8", "-", "config",
-     "the key row of the group's key id 0 (0 for strings; a collection keyspace's own rows)"),
+     "the key row of the group's key id 0 (0 for strings; a collection keyspace's own rows; "
+     "a trace's first collection)"),
     ("cl", "member", "i8", "B", "config", "bytes of each member (hash field, list element)"),
     ("cl", "value", "i8", "B", "config", "a hash: bytes of each field's value"),
     ("cl", "integers", "i8", "-", "config", "1: a set of integers (an intset while small)"),
@@ -127,16 +128,6 @@ ZSCORE_DIGITS = 10  # an integer-valued score as a bulk string (a Unix time)
 def is_large(enc):
     """A hashtable, skiplist or quicklist: what Redis never converts back."""
     return enc != LISTPACK and enc != INTSET
-
-
-@leaf
-def extent_class(n, q16):
-    """What ``bigkeys.value_extent`` allocates for ``n`` bytes: its size class up
-    to 32 KB (as a negative page count above): equal classes reallocate in place."""
-    pages = (n + 4095) // 4096
-    if pages <= LARGE_MAX_PAGES:
-        return size_class(n, q16)
-    return -pages
 
 
 @step  # not inlined: one compiled copy of shape_of (the compile's time)
@@ -246,8 +237,8 @@ def collection_command(w, c, g, key, op, k, n):
             w.cn_next_reply[c] = integer_reply(gone)
         if gone > 0:
             extra = searched(w, cid, gone, 0) * w.F[C_LP_ENTRY]
-            if gone == n0:  # the last element: the key goes (dbDelete)
-                extra += db_delete(w, key, np.bool_(False))[1]
+            if gone == n0:  # the last element: the key goes (dbDelete, implicit)
+                extra += db_delete(w, key, w.I[LAZY_SERVER_DEL] == 1)[1]
             else:
                 extra += resize(w, key, cid, n0 - gone, key_len)
         return k, gone * (member + value), gone, extra
@@ -295,21 +286,64 @@ def hash_value_size(grp) -> int:
     return int(round(float(grp.value_size.mean)))
 
 
+def trace_collections(grp) -> tuple:
+    """The collections a trace group's command file names
+    (``trace.TraceCollection``; none for other groups and formats)."""
+    if grp.kind != "trace" or grp.trace_format != "commands" or grp.trace is None:
+        return ()
+    from redsim.traces import load_group_trace
+
+    return load_group_trace(grp).collections
+
+
+def group_keys(grp) -> int:
+    """Collection keys of a group: its keyspace's when it holds collections,
+    or those its trace names."""
+    if grp.keyspace.type != "string":
+        return grp.keyspace.keys
+    return len(trace_collections(grp))
+
+
 def layout(scenario, first_row: int) -> list[int]:
-    """Each group's first key row: 0 for strings; a collection keyspace's rows
-    follow one another from ``first_row`` (the first after the big keys)."""
+    """Each group's first key row: 0 for strings; the collection keys' rows
+    (a collection keyspace's, a trace's) follow one another from
+    ``first_row`` (the first after the big keys)."""
     out, row = [], first_row
     for grp in scenario.clients:
-        if grp.keyspace.type == "string":
-            out.append(0)
-        else:
-            out.append(row)
-            row += grp.keyspace.keys
+        n = group_keys(grp)
+        out.append(row if n else 0)
+        row += n
+    return out
+
+
+def first_key_rows(scenario) -> list[int]:
+    """Each group's first collection key row: ``layout`` from the row after
+    the big keys' (``db.first_rows``: the string groups', DEBUG POPULATE's)."""
+    from redsim.model.db import first_rows
+
+    return layout(scenario, sum(first_rows(scenario)) + len(scenario.big_keys))
+
+
+def collection_rows(scenario, lo: list[int], values: np.ndarray) -> list:
+    """Per group, where its collection keyspace's keys are
+    (``preload.CollectionRows``; None for strings, and for a trace's
+    collections, which start absent): its first row from ``layout``, its first
+    collection id (after the big keys') and its keys' value bytes
+    (``values``, ``group_table``'s, group after group)."""
+    from redsim.model.preload import CollectionRows
+
+    out, done = [], 0
+    for grp, row_lo in zip(scenario.clients, lo, strict=True):
+        n = group_keys(grp)
+        out.append(None if grp.keyspace.type == "string" else CollectionRows(
+            row_lo=row_lo, cid_lo=len(scenario.big_keys) + done,
+            value_bytes=values[done:done + n]))
+        done += n
     return out
 
 
 def collection_keys(scenario) -> int:
-    return sum(g.keyspace.keys for g in scenario.clients if g.keyspace.type != "string")
+    return sum(group_keys(g) for g in scenario.clients)
 
 
 def group_table(scenario, seed: int) -> dict[str, np.ndarray]:
@@ -325,18 +359,9 @@ def group_table(scenario, seed: int) -> dict[str, np.ndarray]:
     cols: dict[str, list[np.ndarray]] = {f: [] for f in (
         "kind", "enc", "elems", "bytes", "allocs", "effort", "rdb", "member", "value",
         "integers", "target")}
-    rng = _generator(seed, 2)
-    for grp in scenario.clients:
-        if grp.keyspace.type == "string":
-            continue
-        n = grp.keyspace.keys
-        kind = TYPES[grp.keyspace.type]
-        member = member_size(grp)
-        value = hash_value_size(grp) if kind == HASH else 0
-        counts = np.maximum(np.rint(_draw(rng, element_counts(grp), n)), 1).astype(np.int64)
+    def rows(kind, counts, member, value, integers):
         uniq, inv = np.unique(counts, return_inverse=True)
-        fps = [footprint(kind, int(e), member, value, grp.keyspace.integers, limits, q16)
-               for e in uniq]
+        fps = [footprint(kind, int(e), member, value, integers, limits, q16) for e in uniq]
         per = {
             "enc": [fp.encoding for fp in fps], "bytes": [fp.bytes for fp in fps],
             "allocs": [fp.allocs for fp in fps], "effort": [fp.effort for fp in fps],
@@ -347,8 +372,21 @@ def group_table(scenario, seed: int) -> dict[str, np.ndarray]:
         cols["elems"].append(counts)
         cols["target"].append(counts)
         for f, v in (("kind", kind), ("member", member), ("value", value),
-                     ("integers", int(grp.keyspace.integers))):
-            cols[f].append(np.full(n, v, np.int64))
+                     ("integers", int(integers))):
+            cols[f].append(np.full(len(counts), v, np.int64))
+
+    rng = _generator(seed, 2)
+    for grp in scenario.clients:
+        if grp.keyspace.type != "string":
+            n = grp.keyspace.keys
+            kind = TYPES[grp.keyspace.type]
+            counts = np.maximum(np.rint(_draw(rng, element_counts(grp), n)), 1).astype(np.int64)
+            rows(kind, counts, member_size(grp), hash_value_size(grp) if kind == HASH else 0,
+                 grp.keyspace.integers)
+        # A trace's: absent at the start; their size is the one their adds reach.
+        for tc in trace_collections(grp):
+            rows(TYPES[tc.type], np.array([tc.members], np.int64), tc.member_size,
+                 tc.value_size, tc.integers)
     return {f: (np.concatenate(v) if v else np.zeros(0, np.int64)) for f, v in cols.items()}
 
 
@@ -356,11 +394,11 @@ def configure(b) -> None:
     """The thresholds, the per-command ops, each group's collection type and
     first key row, and the collection keyspaces' table rows
     (``b.extra["group_collections"]``, which ``bigkeys.configure`` appends to
-    the big keys' and ``db.configure`` preloads). Needs ``call.configure``."""
+    the big keys') and where their keys are (``b.extra["collection_rows"]``,
+    which ``db.configure`` preloads). Needs ``call.configure``."""
     from redsim.model import state as S
     from redsim.model.blueprint import US
     from redsim.model.commands import _TABLE
-    from redsim.model.db import first_rows
     from redsim.model.encoding import TYPES, Limits, skiplist_node_bytes
 
     sc = b.scenario
@@ -369,10 +407,12 @@ def configure(b) -> None:
     b.I[S.COLL_V72] = int(limits.v72)
     b.F[S.SKL_NODE] = skiplist_node_bytes(q16)
     b.F[S.C_LP_ENTRY] = sc.engine.cpu.listpack_entry * US * sc.engine.cpu.scale
-    n_hot, n_pop = first_rows(sc)
-    lo = layout(sc, n_hot + n_pop + len(sc.big_keys))
+    lo = first_key_rows(sc)
     b.fill("tb", coll_lim=limits.row(), cmd_coll=np.array([c.coll for c in _TABLE], np.int64))
-    b.fill("gp", coll_kind=np.array([TYPES.get(g.keyspace.type, -1) for g in sc.clients],
-                                    np.int64),
+    kinds = [TYPES[t[0].type] if (t := trace_collections(g)) else TYPES.get(g.keyspace.type, -1)
+             for g in sc.clients]
+    b.fill("gp", coll_kind=np.array(kinds, np.int64),
            key_lo=np.array(lo, np.int64))
-    b.extra["group_collections"] = group_table(sc, b.seed)
+    table = group_table(sc, b.seed)
+    b.extra["group_collections"] = table
+    b.extra["collection_rows"] = collection_rows(sc, lo, table["bytes"])

@@ -25,7 +25,9 @@ Default sources:
   reply count here, since the model has no other per-command cost.
 - SMEMBERS, HGETALL, LRANGE, ZRANGE, KEYS and the scripts: ``INFO commandstats``
   on the same server, per element returned (the constants below say how).
-- SCAN, INFO: the production ``INFO commandstats`` in valkey-io/valkey#2322 and
+- SCAN: the reference host's ``INFO commandstats`` following the cursor over a
+  million keys (the constants below say how).
+- INFO: the production ``INFO commandstats`` in valkey-io/valkey#2322 and
   the redis-benchmark fit of reference §6.2 (per command, older hardware).
 - Not measured, taken from their closest measured sibling: SREM and HDEL as
   SADD (HDEL at HSET's fixed part), ZREM as ZADD, SISMEMBER and ZSCORE as HGET,
@@ -143,6 +145,17 @@ KEYS_FIXED_US = 1.0
 KEYS_PER_KEY_US = 0.12
 KEYS_PER_MATCH_US = 0.26
 
+# SCAN (src/db.c:scanGenericCommand): each call collects COUNT buckets' keys
+# into a list (an object each), filters them (pattern, expiry) and replies. The
+# reference host's Debian 7.0.15 over DEBUG POPULATE 1000000 key 16, following
+# the cursor from 0, 200 calls × 5 reps (results/calibration/reference-host/
+# collections/reads-keys-eval.md §2): median 68.0 µs a call at COUNT 100 (100.5
+# keys returned), 672.9 µs at COUNT 1000 (1000.4): 0.672 µs per key, intercept
+# 0.46 µs, plus PING's 0.096 µs (lookup, processCommand, the reply). The
+# table's older figures, 2.0 + 0.2 µs per key, were production ones
+# (valkey-io/valkey#2322); the S2 scenarios keep them (their costs are pinned).
+SCAN_FIXED_US, SCAN_PER_KEY_US = 0.56, 0.67
+
 # Scripts (src/eval.c:evalGenericCommand, src/functions.c:fcallCommand): the
 # fixed part is a trivial script's, the rest is the mix entry's `duration`
 # (model/scripts.py). The reference host's Debian 7.0.15, INFO commandstats
@@ -227,7 +240,7 @@ _TABLE = [
             **_coll(COLL_RANGE, "zset")),
     Command("ZCARD", SHAPE_KEY_INT, 0.26, **_coll(COLL_CARD, "zset")),
     Command("EXPIRE", SHAPE_KEY_TTL, 0.82, write=True, effect=EFFECT_EXPIRE),
-    Command("SCAN", SHAPE_SCAN, 2.0, per_element_us=0.2),
+    Command("SCAN", SHAPE_SCAN, SCAN_FIXED_US, per_element_us=SCAN_PER_KEY_US),
     Command("PING", SHAPE_SIMPLE, 0.13),
     Command("INFO", SHAPE_INFO, 20.0),
     Command("KEYS", SHAPE_KEYS_PATTERN, KEYS_FIXED_US, per_element_us=KEYS_PER_MATCH_US,

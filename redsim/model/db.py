@@ -44,6 +44,7 @@ from redsim.model import lazyfree, lfu
 from redsim.model.aof import feed_del
 from redsim.model.bigkeys import collection_of, is_collection
 from redsim.model.cow import cow_touch
+from redsim.model.encoding import DICT_HT_INITIAL_SIZE, next_power
 from redsim.model.jit import entry, leaf, step
 from redsim.model.main_thread import busy
 from redsim.model.memory import POINTER, over_maxmemory_after_alloc, used_memory
@@ -158,7 +159,6 @@ FIELDS = (
      "a stack of the free rows of write-once keys (KS_FREE_N of them)"),
 )
 
-DICT_HT_INITIAL_SIZE = 4  # buckets (src/dict.h)
 HASHTABLE_MAX_LOAD_FACTOR = 1.618  # expand even past maxmemory above this (src/server.h)
 HASHTABLE_MIN_FILL = 10  # % below which serverCron shrinks a dict (src/server.h)
 DICT_FORCE_RESIZE_RATIO = 5  # a dict grows while a fork child exists only this full (dict.c)
@@ -168,15 +168,6 @@ LRU_CLOCK_START = 1 << 23  # the clock at time 0, so preloaded keys can be older
 NO_KEY = -1  # a command with no key id (trace commands)
 NEW_KEY = -2  # a write to a write-once key: its row is taken when the command runs
 EVPOOL_SIZE = 16  # eviction pool entries (src/evict.c)
-
-
-@leaf
-def next_power(n):
-    """``_dictNextExp`` as a size: the least power of two ≥ n, at least 4."""
-    size = DICT_HT_INITIAL_SIZE
-    while size < n:
-        size *= 2
-    return size
 
 
 @leaf
@@ -501,7 +492,7 @@ def configure(b) -> None:
     n_big = len(sc.big_keys)  # then the big keys (model/bigkeys.py)
     n_coll = collection.collection_keys(sc)  # then the collection keyspaces' (collection.py)
     big_lo = n_hot + n_pop
-    plans = preload.plan(sc, b.seed, collection_rows(b, big_lo + n_big))
+    plans = preload.plan(sc, b.seed, b.extra["collection_rows"])
     once_pre, once_spare, once_low = preload.write_once_rows(plans, sc, b.size["conns"],
                                                              b.size["max_pipeline"])
     once_lo = big_lo + n_big + n_coll
@@ -521,7 +512,7 @@ def configure(b) -> None:
     b.I[S.LRU_CLOCK] = LRU_CLOCK_START
     b.I[S.KEY_LEN] = sc.clients[0].key_size
     b.extra["preload"] = plans
-    sizes, counts = _slab_demand(plans)
+    sizes, counts = _slab_demand(plans, b.extra["collection_rows"])
     pop_sizes, pop_counts = admin.populate_demand(sc)
     big_sizes, big_counts = bigkeys.slab_demand(b)
     b.extra["slab_demand"] = (np.concatenate([sizes, pop_sizes, big_sizes]),
@@ -539,35 +530,15 @@ def first_rows(scenario) -> tuple[int, int]:
     return n_hot, admin.populate_rows(scenario)
 
 
-def collection_rows(b, first: int) -> list:
-    """Per group, where its collection keyspace's keys are (``preload.CollectionRows``;
-    None for strings): rows from ``first`` on, collections after the big keys'."""
-    from redsim.model import collection
-    from redsim.model.preload import CollectionRows
-
-    sc = b.scenario
-    values = b.extra["group_collections"]["bytes"]
-    n_big = len(sc.big_keys)
-    out, done = [], 0
-    for grp, lo in zip(sc.clients, collection.layout(sc, first), strict=True):
-        if grp.keyspace.type == "string":
-            out.append(None)
-            continue
-        n = grp.keyspace.keys
-        out.append(CollectionRows(row_lo=lo, cid_lo=n_big + done,
-                                  value_bytes=values[done:done + n]))
-        done += n
-    return out
-
-
-def _slab_demand(plans) -> tuple[np.ndarray, np.ndarray]:
-    """The preloaded keys' allocations (``objects.key_requests``), for sizing
-    the arena's slab arrays."""
+def _slab_demand(plans, collections) -> tuple[np.ndarray, np.ndarray]:
+    """The preloaded string keys' allocations (``objects.key_requests``), for
+    sizing the arena's slab arrays; a collection keyspace's (``collections``
+    names them) are in ``bigkeys.slab_demand``."""
     from redsim.model.objects import key_requests
 
     sizes, counts = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-    for p in plans:
-        if p is None or (len(p.vlens) and p.vlens[0] < -2):  # collections: bigkeys' demand
+    for p, coll in zip(plans, collections, strict=True):
+        if p is None or coll is not None:
             continue
         for vlens, expires in ((p.vlens, p.expires), (p.once_vlens, p.once_expires)):
             s, c = key_requests(p.key_len, vlens, int(np.isfinite(expires).sum()))

@@ -87,7 +87,7 @@ ENCODINGS = ("listpack", "hashtable", "intset", "skiplist", "quicklist")
 
 DICT = 56  # struct dict (src/dict.h, 7.0 and 7.2)
 POINTER = 8  # a bucket
-MIN_BUCKETS = 4  # DICT_HT_INITIAL_SIZE
+DICT_HT_INITIAL_SIZE = 4  # a dict's first table, buckets (src/dict.h)
 SET_ENTRY_NO_VALUE = 16  # 7.2 dictEntryNoValue: key pointer, next
 LP_HEADER = 7  # 4-byte total length, 2-byte count, 1-byte terminator
 LP_SCORE = 10  # a listpack int64 entry: 1-byte encoding, 8 bytes, 1-byte back length
@@ -183,10 +183,11 @@ def lp_entry(length):
 
 
 @leaf
-def buckets(n):
-    """Buckets of a dict after ``n`` inserts: the next power of two ≥ n, at least 4
-    (``_dictExpandIfNeeded`` grows a full table to the next power ≥ used + 1)."""
-    size = MIN_BUCKETS
+def next_power(n):
+    """``_dictNextExp`` as a size: the least power of two ≥ n, at least 4. Also
+    the buckets of a dict after ``n`` inserts (``_dictExpandIfNeeded`` grows a
+    full table to the next power ≥ used + 1)."""
+    size = DICT_HT_INITIAL_SIZE
     while size < n:
         size *= 2
     return size
@@ -194,7 +195,7 @@ def buckets(n):
 
 @leaf
 def _dict_bytes(n, q16):
-    return size_class(DICT, q16) + size_class(POINTER * buckets(n), q16)
+    return size_class(DICT, q16) + size_class(POINTER * next_power(n), q16)
 
 
 def skiplist_node_bytes(q16: bool) -> float:
@@ -257,7 +258,7 @@ def shape_of(kind, n, member, value, integers, big, v72, lim, q16, score_entry, 
             return LISTPACK, robj + c(LP_HEADER + n * lp_entry(member), q16), 2, 1, 0
         sds = sds_bytes(member, True, q16)
         if v72:
-            b = buckets(n)
+            b = next_power(n)
             chained = _round(n - b * (1.0 - math.exp(-n / b)))
             total = robj + _dict_bytes(n, q16) + n * sds + chained * c(SET_ENTRY_NO_VALUE, q16)
             return HASHTABLE, total, n + chained + 3, n, 0

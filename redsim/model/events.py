@@ -124,7 +124,7 @@ def configure(b) -> None:
     # Per connection at most one handshake arrival, reply or close and one timeout
     # timer; per request slot one think, backoff or refusal; per group its clocks.
     cap = R + 2 * C + 6 * G + 16
-    if b.scenario.network.rtt.kind != "fixed":
+    if b.I[S.RTT_JITTER]:  # network.configure: network.rtt is a distribution
         cap += C  # arrivals and replies leave the delay lines for the wheel
     cap += b.I[S.CLI_THREADS]  # a same-host client thread's next poll
     b.fill("hp", t=np.zeros(cap), seq=np.zeros(cap, np.int64), kind=np.zeros(cap, np.int64),

@@ -34,7 +34,7 @@ from redsim.model.state import (
     KS_EXP_BUCKETS,
     KS_EXPIRES,
     KS_KEYS,
-    LF_N,
+    LF_OBJECTS,
     MEM_CLIENTS_INFO,
     N_WIN,
     PAGE_SHIFT,
@@ -94,7 +94,7 @@ def snapshot_gauges(w, te):
         w.rc_wi[cell(I, WI_CHILD, k)] = I[CHILD]
         w.rc_wi[cell(I, WI_DIRTY, k)] = I[DIRTY]
         w.rc_wi[cell(I, WI_DF_RUNNING, k)] = I[DF_RUNNING]
-        w.rc_wi[cell(I, WI_LF_PENDING, k)] = I[LF_N]
+        w.rc_wi[cell(I, WI_LF_PENDING, k)] = I[LF_OBJECTS]
         I[SNAP_WIN] = k + 1
         F[T_NEXT_SNAP] += F[DT]
 

@@ -126,7 +126,3 @@ def configure(b) -> None:
         assert mean == 2.0 * b.F[S.RTT_HALF]
     b.fill("cn", half=np.zeros(b.size["conns"]))
 
-
-def streams(scenario) -> int:
-    """Random streams the network draws from: one when network.rtt is a distribution."""
-    return 0 if scenario.network.rtt.kind == "fixed" else 1

@@ -46,7 +46,8 @@ import numpy as np
 
 from redsim.model import state as S
 from redsim.model.call import zipf_cdf
-from redsim.model.db import next_power, preload
+from redsim.model.db import preload
+from redsim.model.encoding import next_power
 from redsim.model.jit import entry
 from redsim.model.memory import POINTER, STARTUP_BYTES
 from redsim.model.objects import string_keys_bytes

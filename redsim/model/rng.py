@@ -253,11 +253,10 @@ def configure(b) -> None:
     C, G = b.size["conns"], b.size["groups"]
     need = 8 * (C * b.size["max_pipeline"] + b.size["timed"]) + 4096
     size = 1 << max(16, int(math.ceil(math.log2(need))))
-    from redsim.model import network
-
     # A stream's seed depends on its index only (SeedSequence.spawn), so the
-    # network's stream, last, leaves every other stream's numbers as they were.
-    n = 1 + S.STREAMS_PER_GROUP * G + network.streams(b.scenario)
+    # network's stream (one when network.rtt is a distribution: network.configure
+    # set RTT_JITTER), last, leaves every other stream's numbers as they were.
+    n = 1 + S.STREAMS_PER_GROUP * G + int(b.I[S.RTT_JITTER])
     streams = RandomStreams(b.seed, n, size)
     b.fill("rg", buf=streams.buf, pos=streams.pos)
     b.I[S.RNG_SIZE] = size

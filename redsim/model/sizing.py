@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from redsim.model.commands import COMMANDS, EFFECT_READ, EFFECT_WRITE
+from redsim.model.commands import COMMANDS, EFFECT_COLLECTION, EFFECT_READ, EFFECT_WRITE
 
 OPEN_SLOTS_CAP = 2_000_000
 """Most request slots an open-loop or recorded-trace group gets."""
@@ -51,7 +51,10 @@ def nominal_rate(grp: Any, peak: bool = False) -> float | None:
 def stream_rates(grp: Any, rate: float) -> tuple[float, float, float]:
     """Writes landing on the key distribution, reads (key lookups) from it, and
     write-once keys created, per second, for the whole group at ``rate``
-    commands/s."""
+    commands/s. In a collection keyspace a collection command (HSET, HGET,
+    LPUSH …) looks its one key up whatever its members (``lookupKeyRead`` /
+    ``lookupKeyWrite`` touch the access time alike) and sets no TTL, so it
+    counts as a read; in a string keyspace it touches no key."""
     total = sum(e.weight for e in grp.mix)
     f = grp.keyspace.write_once
     writes = reads = once = 0.0
@@ -63,6 +66,8 @@ def stream_rates(grp: Any, rate: float) -> tuple[float, float, float]:
             once += share * f
         elif effect == EFFECT_READ:
             reads += share * e.keys
+        elif effect == EFFECT_COLLECTION and grp.keyspace.type != "string":
+            reads += share
     return writes, reads, once
 
 

@@ -18,6 +18,18 @@ Each line becomes one command with its real request size (RESP encoding of the
 actual arguments). The reply size is known for writes and counters; for reads
 that return stored values (GET, MGET, SMEMBERS, ...) it is marked unknown (-1)
 and drawn from the group's ``value-size`` at run time.
+
+A key that a collection command names (``SADD good <uuid>``, HSET, LPUSH, ...)
+is a real collection (``TraceCollection``, ``model/collection.py``): it is
+absent at the start, its first add creates it, the trace's lines change it,
+read it (SMEMBERS replies with what it holds) and DEL, UNLINK, EXISTS or
+EXPIRE of it alone act on it. Its type is its commands'; its members' and
+values' sizes are the means of those the trace adds; it grows to the
+distinct members its adds name (a list: to the elements pushed), and an add
+past that updates a member, as a repeated SADD of the same member would.
+Deviation: its key's size is the group's ``key-size``, not its name's.
+Other keys are not tracked: a GET of one costs what its command costs and
+its reply is drawn from ``value-size``.
 """
 
 from __future__ import annotations
@@ -33,11 +45,16 @@ import numpy as np
 
 from redsim.fileio import IRREGULAR, TOO_LARGE, UNREADABLE, RefusedFile, read_bounded
 from redsim.model.commands import (
+    COLL_ADD,
     COMMAND_IDS,
     COMMANDS,
+    EFFECT_DELETE,
+    EFFECT_EXISTS,
+    EFFECT_EXPIRE,
     PROTO_MBULK_BIG_ARG,
     SHAPE_KEY,
     SHAPE_KEY_ARRAY,
+    SHAPE_KEY_FIELD_VALUE,
     SHAPE_MULTI_GET,
     SHAPE_SCAN,
 )
@@ -73,6 +90,18 @@ class TraceError(ValueError):
         return (TraceError, (self.file, self.expected, self.found, self.line))
 
 
+@dataclass(frozen=True)
+class TraceCollection:
+    """A key a command file's collection commands name (module docstring)."""
+
+    name: str
+    type: str  # hash, set, zset or list
+    members: int  # distinct members its adds name (a list: elements pushed), ≥ 1
+    member_size: int  # their mean size, B
+    value_size: int  # a hash's: its values' mean size, B (0 otherwise)
+    integers: bool  # a set whose members are all integers (an intset)
+
+
 @dataclass
 class Trace:
     """A parsed trace as parallel arrays (one entry per command)."""
@@ -88,6 +117,12 @@ class Trace:
     """Key id in the group's keyspace (0 .. keys-1) per command, or -1 where the line
     names no key the keyspace tracks; None (a command file) = -1 everywhere. Reads
     of a keyed line return the stored value's size, writes store theirs."""
+
+    coll_key: np.ndarray | None = None
+    """A command file's collection key per line: its index in ``collections``, or
+    -1 (a line naming no such key, or more than one key)."""
+    collections: tuple[TraceCollection, ...] = ()
+    """The keys a command file's collection commands name, by first appearance."""
 
     def key_ids(self) -> np.ndarray:
         """``key`` with None spelled out as -1 per line."""
@@ -185,6 +220,7 @@ def _parse_trace(path: Path) -> Trace:
     text = _read_trace_text(path)
     cmd, req, rep, elems, value, times, big = [], [], [], [], [], [], []
     linenos: list[int] = []
+    named: list[list[bytes] | None] = []  # the arguments of lines that may name a collection
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -213,7 +249,13 @@ def _parse_trace(path: Path) -> Trace:
         cmd.append(COMMAND_IDS[name])
         req.append(_resp_size(args))
         rep.append(_reply_size(name, args))
-        elems.append(max(1, len(args) - 2) if name != "MSET" else max(1, (len(args) - 1) // 2))
+        if name == "MSET":
+            elems.append(max(1, (len(args) - 1) // 2))
+        elif COMMANDS[name].shape == SHAPE_KEY_FIELD_VALUE:  # HSET, ZADD: pairs
+            elems.append(max(1, (len(args) - 2) // 2))
+        else:
+            elems.append(max(1, len(args) - 2))
+        named.append(args if _may_name_collection(name, args) else None)
         value.append(len(args[2]) if len(args) > 2 else 0)
         times.append(ts)
         linenos.append(lineno)
@@ -227,6 +269,73 @@ def _parse_trace(path: Path) -> Trace:
         raise TraceError(path, "MONITOR timestamps in time order (a recorded trace)",
                          f"{t[back]:.6f} after {t[back - 1]:.6f} on line {linenos[back - 1]}",
                          linenos[back])
+    coll_key, collections = _collections(path, named, linenos)
     return Trace(np.asarray(cmd, np.int64), np.asarray(req, np.int64),
                  np.asarray(rep, np.int64), np.asarray(elems, np.int64),
-                 np.asarray(value, np.int64), t, np.asarray(big, np.int64).reshape(-1, 4))
+                 np.asarray(value, np.int64), t, np.asarray(big, np.int64).reshape(-1, 4),
+                 coll_key=coll_key, collections=collections)
+
+
+_KEY_EFFECTS = (EFFECT_DELETE, EFFECT_EXISTS, EFFECT_EXPIRE)
+_INTEGER = re.compile(rb"-?[1-9][0-9]{0,17}|0")  # fits a long long: an intset member
+
+
+def _may_name_collection(name: str, args: list[bytes]) -> bool:
+    """A collection command, or DEL/UNLINK/EXISTS/EXPIRE of one key."""
+    c = COMMANDS[name]
+    if c.coll:
+        return len(args) >= 2
+    if c.effect in _KEY_EFFECTS:
+        return len(args) == (3 if c.effect == EFFECT_EXPIRE else 2)
+    return False
+
+
+def _added(name: str, args: list[bytes]) -> tuple[list[bytes], list[bytes]]:
+    """The members (and a hash's values) an add names."""
+    if name == "HSET":
+        return args[2::2], args[3::2]
+    if name == "ZADD":
+        return args[3::2], []
+    return args[2:], []
+
+
+def _collections(path: Path, named: list[list[bytes] | None],
+                 linenos: list[int]) -> tuple[np.ndarray | None, tuple[TraceCollection, ...]]:
+    """The keys the collection commands name, and each line's (module docstring)."""
+    types: dict[bytes, str] = {}
+    members: dict[bytes, set[bytes]] = {}
+    pushed: dict[bytes, int] = {}
+    values: dict[bytes, list[int]] = {}
+    for args, lineno in zip(named, linenos, strict=True):
+        if args is None:
+            continue
+        name = args[0].decode().upper()
+        c = COMMANDS[name]
+        if not c.coll:
+            continue
+        key = args[1]
+        kind = types.setdefault(key, c.type)
+        if kind != c.type:
+            raise TraceError(path, f"commands of one type on key {key.decode(errors='replace')!r}"
+                             f" (a {kind}: Redis answers WRONGTYPE)", f"{name}", lineno)
+        if c.coll == COLL_ADD:
+            new, vals = _added(name, args)
+            members.setdefault(key, set()).update(new)
+            pushed[key] = pushed.get(key, 0) + len(new)
+            values.setdefault(key, []).extend(len(v) for v in vals)
+    if not types:
+        return None, ()
+    index = {key: i for i, key in enumerate(types)}
+    colls = []
+    for key, kind in types.items():
+        ms = members.get(key, set())
+        count = pushed.get(key, 0) if kind == "list" else len(ms)
+        vals = values.get(key, [])
+        colls.append(TraceCollection(
+            name=key.decode(errors="replace"), type=kind, members=max(count, 1),
+            member_size=round(sum(map(len, ms)) / len(ms)) if ms else 10,
+            value_size=round(sum(vals) / len(vals)) if vals else 0,
+            integers=kind == "set" and bool(ms) and all(_INTEGER.fullmatch(m) for m in ms)))
+    coll_key = np.array([index.get(args[1], -1) if args is not None else -1 for args in named],
+                        np.int64)
+    return coll_key, tuple(colls)

@@ -140,16 +140,13 @@ def configure(b) -> None:
     b.I[GRP_REC] = 1 if rec else 0
     n = groups if rec else 1  # one idle row keeps the arrays non-empty
     n_win = b.I[S.N_WIN]
-    b.fill("gp", lat_n=np.zeros(groups, np.int64), lat_sum=np.zeros(groups),
-           lat_max=np.zeros(groups), rejected=np.zeros(groups, np.int64),
-           failed=np.zeros(groups, np.int64), oom=np.zeros(groups, np.int64),
-           timeouts=np.zeros(groups, np.int64), refused=np.zeros(groups, np.int64),
-           conns=np.zeros(groups, np.int64), conns_peak=np.zeros(groups, np.int64),
-           cur_win=np.zeros(groups, np.int64))
+    b.fill("gp", lat_sum=np.zeros(groups), lat_max=np.zeros(groups),
+           **{f: np.zeros(groups, np.int64) for f in (
+               "lat_n", "rejected", "failed", "oom", "timeouts", "refused", "conns",
+               "conns_peak", "cur_win")})
+    cells = n * n_win if rec else 1  # per group and window
     b.fill("rc", ghist=np.zeros(n * N_BUCKETS, np.int64),
            gwhist=np.zeros(n * N_BUCKETS, np.int64),
-           gw_done=np.zeros(n * n_win if rec else 1, np.int64),
-           gw_err=np.zeros(n * n_win if rec else 1, np.int64),
-           gw_sum=np.zeros(n * n_win if rec else 1), gw_max=np.zeros(n * n_win if rec else 1),
-           gw_p50=np.full(n * n_win if rec else 1, np.nan),
-           gw_p99=np.full(n * n_win if rec else 1, np.nan))
+           gw_done=np.zeros(cells, np.int64), gw_err=np.zeros(cells, np.int64),
+           gw_sum=np.zeros(cells), gw_max=np.zeros(cells),
+           gw_p50=np.full(cells, np.nan), gw_p99=np.full(cells, np.nan))
