@@ -881,6 +881,13 @@ def run(world, t_stop):
                 F[POLL_WAKE] = F[T] + max(F[CRON_WHEN] - t_iter, 0.0)
             if I[EV_TIMER]:  # evictionTimeProc is due every iteration: no sleep
                 F[POLL_WAKE] = F[T]
+            if I[PW_N] > 0:
+                # A reply past 64 KB is left: handleClientsWithPendingWrites
+                # installed its write handler, and the socket is writable (no
+                # send-buffer limit is modelled), so epoll_wait returns at once.
+                # The model writes the rest at the next beforeSleep rather than
+                # in that poll's file events (sendReplyToClient).
+                F[POLL_WAKE] = F[T]
             I[PHASE] = PH_POLL
         if F[T] >= t_stop:
             return RET_STOP
