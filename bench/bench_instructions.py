@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import itertools
 import os
 import re
 import shutil
@@ -65,8 +66,9 @@ def _shim(workdir: Path) -> ctypes.CDLL:
     return ctypes.CDLL(str(lib))
 
 
-def _inner(scenario: Path, seconds: float, workdir: Path) -> None:
-    """Runs under valgrind: build untraced, run traced, print the request count.
+def _inner(scenario: Path, seconds: float, workdir: Path, by_function: bool) -> None:
+    """Runs under valgrind: build untraced, run traced, print the request count
+    (and, ``by_function``, the kernel's functions).
 
     The redsim imported is the one on PYTHONPATH (so another commit's tree can
     be counted with this script), else the installed one.
@@ -81,14 +83,14 @@ def _inner(scenario: Path, seconds: float, workdir: Path) -> None:
     r = sim.run()
     shim.redsim_cg_stop()
     print(f"REQUESTS {r.summary['requests_completed']}", flush=True)
-    for start, size, name in _kernel_functions():
-        print(f"FUNC {start:x} {size} {name}", flush=True)
+    if by_function:
+        for start, size, name in _kernel_functions():
+            print(f"FUNC {start:x} {size} {name}", flush=True)
 
 
 def _short(symbol: str) -> str:
     """``redsim.model.db.set_key`` from numba's mangled name (``_ZN6redsim5model...``)."""
-    m = re.match(r"_ZN", symbol)
-    if not m:
+    if not symbol.startswith("_ZN"):
         return symbol
     parts, i = [], 3
     while i < len(symbol) and symbol[i].isdigit():
@@ -134,28 +136,37 @@ def _kernel_functions() -> list[tuple[int, int, str]]:
     return out
 
 
-def _totals(workdir: Path) -> int:
-    """The instruction total of the dump taken at the end of the run."""
-    dumps = [p for p in workdir.glob("callgrind.out*") if p.read_text(errors="replace")
-             .find("Trigger: Client Request: run") >= 0]
+def _run_dump(workdir: Path) -> Path:
+    """The dump taken at the end of the run (``CALLGRIND_DUMP_STATS_AT("run")``),
+    told from the one at the program's end by its header's trigger line."""
+    def trigger(path: Path) -> str:  # the header's first lines
+        with path.open(errors="replace") as f:
+            return "".join(itertools.islice(f, 20))
+
+    dumps = [p for p in workdir.glob("callgrind.out*")
+             if "Trigger: Client Request: run" in trigger(p)]
     if len(dumps) != 1:
         raise SystemExit(f"bench_instructions: expected one dump of the run in {workdir}, "
                          f"found {len(dumps)}")
-    # A dump's header says "summary: 0"; its last line has the total.
-    m = re.search(r"^totals:\s+(\d+)", dumps[0].read_text(), re.M)
-    if not m:
-        raise SystemExit(f"bench_instructions: no instruction total in {dumps[0]}")
-    return int(m.group(1))
+    return dumps[0]
 
 
-def _self_costs(workdir: Path) -> tuple[dict[int, int], dict[int, str]]:
+def _totals(dump: Path) -> int:
+    """The instruction total of a dump: its header says "summary: 0", its
+    "totals:" line has the count."""
+    with dump.open() as f:
+        for line in f:
+            if line.startswith("totals:"):
+                return int(line.split()[1])
+    raise SystemExit(f"bench_instructions: no instruction total in {dump}")
+
+
+def _self_costs(dump: Path) -> tuple[dict[int, int], dict[int, str]]:
     """Self instructions per instruction address of the run's dump (written
     with ``--dump-instr=yes --compress-pos=no``: every cost line is its
     absolute address, its source line and its cost; the line after
     ``calls=`` is a call's inclusive cost, left out), and the object file
     (``ob=``) each address is in."""
-    dump = next(p for p in workdir.glob("callgrind.out*")
-                if "Trigger: Client Request: run" in p.read_text(errors="replace"))
     costs: dict[int, int] = {}
     where: dict[int, str] = {}
     names: dict[str, str] = {}  # callgrind's compressed "(id) name" strings
@@ -213,7 +224,7 @@ def main() -> None:
                     help="also the instructions per request of each kernel function")
     a = ap.parse_args()
     if os.environ.get(INNER):
-        _inner(a.scenario, a.seconds, Path(os.environ[INNER]))
+        _inner(a.scenario, a.seconds, Path(os.environ[INNER]), a.by_function)
         return
     if not shutil.which("valgrind"):
         raise SystemExit("bench_instructions: valgrind is not installed "
@@ -231,19 +242,21 @@ def main() -> None:
         cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
                *(["--dump-instr=yes", "--compress-pos=no"] if a.by_function else []),
                f"--callgrind-out-file={work}/callgrind.out.%p", sys.executable,
-               __file__, "--seconds", str(a.seconds), "--scenario", str(a.scenario)]
+               __file__, "--seconds", str(a.seconds), "--scenario", str(a.scenario),
+               *(["--by-function"] if a.by_function else [])]
         p = subprocess.run(cmd, env=env, capture_output=True, text=True)
         m = re.search(r"^REQUESTS (\d+)", p.stdout, re.M)
         if p.returncode or not m:
             sys.stderr.write(p.stdout[-3000:] + p.stderr[-3000:])
             raise SystemExit(f"bench_instructions: the traced run failed ({p.returncode})")
-        n, ir = int(m.group(1)), _totals(work)
+        dump = _run_dump(work)
+        n, ir = int(m.group(1)), _totals(dump)
         print(f"{a.scenario.name}: {a.seconds:.0f} sim-s, {n:,} requests, "
               f"{ir:,} instructions in the run, {ir / n:,.0f} per request")
         if a.by_function:
             funcs = [(int(x, 16), int(size), name) for x, size, name in
                      re.findall(r"^FUNC (\w+) (\d+) (.+)$", p.stdout, re.M)]
-            _by_function(funcs, *_self_costs(work), n)
+            _by_function(funcs, *_self_costs(dump), n)
 
 
 if __name__ == "__main__":
