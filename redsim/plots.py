@@ -781,3 +781,65 @@ def plot_fragmentation(ts: pd.DataFrame, utilisation: pd.DataFrame,
                        events: Sequence[tuple[float, str]] = (), title: str = "") -> None:
     """Write ``fragmentation_figure`` as a PNG at ``path``."""
     _save(fragmentation_figure(ts, utilisation, events, title), path)
+
+
+REPLICATION_MARKS = {"full_resync": ("tab:red", "full resync"),
+                     "partial_resync": ("tab:green", "partial resync"),
+                     "dropped_hard_limit": ("black", "dropped: hard limit"),
+                     "dropped_soft_limit": ("0.4", "dropped: soft limit"),
+                     "timeout": ("tab:purple", "replica timed out")}
+"""The replication events ``replication_figure`` marks, with their colour and label."""
+
+
+def replication_figure(ts: pd.DataFrame, events: pd.DataFrame,
+                       limits: tuple[int, int] = (0, 0), title: str = "") -> Figure:
+    """The primary's side of replication as a Figure, two panels sharing the time axis.
+
+    (a) ``buffer``: ``mem_total_replication_buffers`` in MB with the replica
+    class's output-buffer limits (``limits`` = hard, soft in bytes; 0 = none)
+    as dashed lines, and each full resync, partial resync and drop of
+    ``events`` (``Result.replication``) as a vertical line; (b) ``replicas``:
+    replicas connected and online, and the largest stream backlog of a replica
+    (MB, right axis). Absent columns are skipped.
+    """
+    x = _time_axis(ts)
+    fig = Figure(figsize=(_FIG_WIDTH_IN, _PANEL_HEIGHT_IN * 2 + 0.6), layout="constrained")
+    ax_buf, ax_rep = fig.subplots(2, 1, sharex=True, squeeze=False)[:, 0]
+    ax_buf.set_label("buffer")
+    ax_rep.set_label("replicas")
+    mb = 1.0 / 1024**2
+    _lines(ax_buf, ts, x, [("mem_total_replication_buffers", "replication buffer")], mb)
+    for value, name in zip(limits, ("hard limit", "soft limit"), strict=True):
+        if value:
+            ax_buf.axhline(value * mb, linestyle="--", linewidth=1.0, color="0.3"
+                           if name == "hard limit" else "0.6", label=name)
+    seen: set[str] = set()
+    if len(events):
+        for t, kind in zip(events["time"], events["event"], strict=True):
+            if kind in REPLICATION_MARKS:
+                colour, label = REPLICATION_MARKS[kind]
+                ax_buf.axvline(float(t), color=colour, linewidth=0.8, alpha=0.7,
+                               label=None if kind in seen else label)
+                seen.add(kind)
+    ax_buf.set_ylabel("MB")
+    _legend(ax_buf)
+    if _lines(ax_rep, ts, x, [("connected_slaves", "connected"),
+                              ("replicas_online", "online")]) == 0:
+        _no_data(ax_rep, "replicas")
+    ax_rep.set_ylabel("replicas")
+    lag = ax_rep.twinx()
+    if "repl_max_lag_bytes" in ts.columns:
+        lag.plot(x, _col(ts, "repl_max_lag_bytes") * mb, color="tab:orange", linewidth=1.0,
+                 label="largest lag (MB, right)", **_marker(x))
+    lag.set_ylabel("lag (MB)")
+    handles = ax_rep.get_legend_handles_labels()
+    more = lag.get_legend_handles_labels()
+    _legend(ax_rep, handles[0] + more[0], handles[1] + more[1])
+    _finish(fig, [ax_buf, ax_rep], x, title)
+    return fig
+
+
+def plot_replication(ts: pd.DataFrame, events: pd.DataFrame, path: str | os.PathLike[str],
+                     limits: tuple[int, int] = (0, 0), title: str = "") -> None:
+    """Write ``replication_figure`` as a PNG at ``path``."""
+    _save(replication_figure(ts, events, limits, title), path)

@@ -147,6 +147,13 @@ class Result:
     ``duration_s``, ``cause`` (``fork``, ``aof-write``, ``aof-fsync-always``,
     ``expire-cycle``, ``eviction-cycle``, ``command``, ...),
     ``requests_delayed`` and ``worst_latency_s``."""
+    replication: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """The replicas' events (``model/replication.py``), one row each: ``time``,
+    ``replica``, ``event`` (full_resync, partial_resync, fork, rdb_transferred,
+    online, dropped_hard_limit, dropped_soft_limit, timeout), ``offset``
+    (master_repl_offset then) and ``detail`` (the PSYNC's offset for a resync,
+    the RDB's bytes for a fork, the load's end for rdb_transferred, the output
+    buffer's usage for a drop, the seconds without data for a timeout)."""
     groups: pd.DataFrame = field(default_factory=pd.DataFrame)
     """Each client group's figures, one row per group: ``group``, then
     ``GROUP_METRICS`` (requests completed, throughput, latency mean,
@@ -324,6 +331,8 @@ class Result:
         summary["eviction_calls_over_limit"] = int(w.rc_tofree.sum())
         forks, passes, lm, fsyncs = _persistence_tables(scenario, w, info)
         summary.update(_persistence_summary(w, ts, forks, passes, fsyncs))
+        replication = _replication_table(w)
+        summary.update(_replication_summary(w, ts, replication))
         provenance = {
             "redsim_version": __version__,
             "model": model_version(),
@@ -345,7 +354,8 @@ class Result:
         return cls(scenario, seed, ts, latency, summary, provenance, forks=forks,
                    trace_passes=passes, latency_events=lm, fsync_calls=fsyncs,
                    eviction_calls=calls, slabs=slabs, slab_utilisation=util,
-                   groups=groups, group_counts=group_counts, stalls=stalls)
+                   groups=groups, group_counts=group_counts, stalls=stalls,
+                   replication=replication)
 
     # -- the run folder ----------------------------------------------------------
 
@@ -403,6 +413,8 @@ class Result:
                                                         sort_keys=True) + "\n")
         if not self.forks.empty:
             self.forks.to_csv(out / "forks.csv", index=False)
+        if not self.replication.empty:
+            self.replication.to_csv(out / "replication.csv", index=False)
         if not self.slabs.empty:
             self.slabs.to_csv(out / "slabs.csv", index=False)
             self.slab_utilisation.to_csv(out / "slab_utilisation.csv", index=False)
@@ -440,6 +452,11 @@ class Result:
             figures.append(("fragmentation.png", lambda path: plots.plot_fragmentation(
                 ts, self.slab_utilisation, path, marks,
                 title=f"{title}: used_memory against RSS")))
+        if self.scenario.replicas:
+            hard, soft, _ = self.scenario.server.client_output_buffer_limit["replica"]
+            figures.append(("replication.png", lambda path: plots.plot_replication(
+                ts, self.replication, path, (hard, soft),
+                title=f"{title}: the replication buffer")))
         tail = f"the run's data files in {out} are complete"
         return [name for name, draw in figures
                 if draw_guarded(out / name, lambda d=draw, p=out / name: d(p), tail)]
@@ -626,6 +643,14 @@ def _memory_columns(ts: pd.DataFrame, wi: np.ndarray, scenario, length: np.ndarr
     ts["rss_overhead_bytes"] = rss - resident
     ts["mem_fragmentation_bytes"] = rss - used
     ts["host_memory"] = rss + wi[S.WI_COW_BYTES]
+    # Replication (INFO replication / memory), gauges at each window's end.
+    ts["master_repl_offset"] = wi[S.WI_REPL_OFFSET]
+    ts["connected_slaves"] = wi[S.WI_REPL_CONNECTED]
+    ts["replicas_online"] = wi[S.WI_REPL_ONLINE]
+    ts["mem_total_replication_buffers"] = wi[S.WI_REPL_BUF]
+    ts["repl_max_lag_bytes"] = wi[S.WI_REPL_LAG]
+    ts["sync_full"] = np.cumsum(wi[S.WI_SYNC_FULL])
+    ts["replica_obuf_disconnections"] = np.cumsum(wi[S.WI_REPL_DROPS])
 
 
 def _slab_tables(snapshots) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -704,3 +729,38 @@ def _persistence_summary(w: S.World, ts: pd.DataFrame, forks: pd.DataFrame,
         out["fsync_median_usecs_bucket"] = [int(fsyncs["usecs_lo"][mid]),
                                             int(fsyncs["usecs_hi"][mid])]
     return out
+
+
+def _replication_table(w: S.World) -> pd.DataFrame:
+    """``Result.replication``: the replicas' event log."""
+    from redsim.model.replication import RE_NAMES
+
+    n = min(int(w.I[S.N_REPL_REC]), S.MAX_REPL_REC)
+    rec = w.rc_repl[: n * S.N_REPL_FIELDS].reshape(n, S.N_REPL_FIELDS)
+    table = pd.DataFrame(rec, columns=list(S.REPL_FIELDS))
+    table["replica"] = table["replica"].astype(np.int64)
+    table["event"] = [RE_NAMES[int(e)] for e in table["event"]]
+    table["offset"] = table["offset"].astype(np.int64)
+    return table
+
+
+def _replication_summary(w: S.World, ts: pd.DataFrame, table: pd.DataFrame) -> dict:
+    """INFO replication / stats figures for the summary (all 0 without replicas)."""
+    n = int(w.I[S.REPL_N])
+    states = [S.RS_NAMES[int(w.rp_state[r])] for r in range(n)]
+    buf = ts["mem_total_replication_buffers"] if len(ts) else pd.Series([0])
+    full = table[table["event"] == "full_resync"]["time"].to_numpy() if len(table) else []
+    return {
+        "connected_slaves_end": sum(st != "connecting" for st in states),
+        "replica_states_end": states,
+        "master_repl_offset_end": int(w.I[S.REPL_OFFSET]),
+        "sync_full": int(w.I[S.STAT_SYNC_FULL]),
+        "sync_partial_ok": int(w.I[S.STAT_SYNC_PARTIAL_OK]),
+        "sync_partial_err": int(w.I[S.STAT_SYNC_PARTIAL_ERR]),
+        "replica_obuf_disconnections": int(w.I[S.STAT_REPL_OBUF_DROPS]),
+        "replica_timeouts": int(w.I[S.STAT_REPL_TIMEOUTS]),
+        "noreplicas_rejected": int(w.I[S.STAT_NOREPLICAS]),
+        "mem_total_replication_buffers_peak": int(buf.max()),
+        "full_resync_interval_mean_s": (float(np.diff(full).mean()) if len(full) > 1
+                                        else None),
+    }

@@ -91,6 +91,9 @@ RUNS = [
     RunResult("keys-command", "keys-command.yaml"),
     RunResult("collection-eviction", "collection-eviction.yaml"),
     RunResult("collection-eviction-lazy", "collection-eviction-lazy.yaml"),
+    RunResult("replica-resync-loop", "replica-resync-loop.yaml"),
+    RunResult("replica-full-sync-loop", "replica-full-sync-loop.yaml"),
+    RunResult("replica-full-sync-large-limit", "replica-full-sync-large-limit.yaml"),
 ]
 PERSISTENCE = [
     RunResult(f"s2-aof-fsync/{n}", f"{n}.yaml")
@@ -111,6 +114,7 @@ SWEEPS = [
     SweepResult("s4-multi-instance", "s4-instances.yaml", (), 2),
     SweepResult("io-threads", "io-threads.yaml", (), 1),
     SweepResult("io-threads-async", "io-threads-async.yaml", (), 1),
+    SweepResult("sweeps/replica-frontier", "replica-frontier.yaml", (), 1),
 ]
 FIGURES = {"s4-multi-instance": "s4", "io-threads": "io_threads",
            "io-threads-async": "io_threads_async"}

@@ -38,7 +38,8 @@ def test_cpu_series_come_first_and_are_the_cpu_columns():
     # a new activity comes last.
     assert list(CPU_COLUMNS) == ["cpu_commands", "cpu_read", "cpu_write", "cpu_iteration",
                                  "cpu_cron", "cpu_connections", "cpu_eviction", "cpu_expire",
-                                 "cpu_aof", "cpu_fsync", "cpu_fork", "cpu_cow", "cpu_defrag"]
+                                 "cpu_aof", "cpu_fsync", "cpu_fork", "cpu_repl", "cpu_cow",
+                                 "cpu_defrag"]
     assert list(CPU_COLUMNS.values()) == list(range(S.N_CPU))
 
 

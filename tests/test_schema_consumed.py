@@ -114,6 +114,8 @@ def _every_path() -> dict:
                    {"at": 0.8, "do": "memory-purge"},
                    {"at": 0.9, "do": "config-set", "config": {"activedefrag": "yes"}},
                    {"at": 0.95, "do": "flushall", "mode": "async"}],
+        "replicas": [{"link-bandwidth": "1gbit", "start": "full-sync", "connect-at": 0.2},
+                     {"start": "online", "apply-rate": "50mb/s"}],
         "clients": [
             {"name": "recorded", "kind": "trace", "trace": trace, "trace-timing": "recorded"},
             {"name": "looped", "kind": "trace", "trace": trace, "replay": "loop"},

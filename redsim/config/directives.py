@@ -83,6 +83,15 @@ KNOWN_REDIS_DIRECTIVES: frozenset[str] = frozenset(
 
 MODELLED_DIRECTIVES: frozenset[str] = frozenset(
     {
+        "repl-backlog-size",
+        "repl-backlog-ttl",
+        "client-output-buffer-limit",
+        "repl-diskless-sync",
+        "repl-diskless-sync-delay",
+        "repl-timeout",
+        "repl-ping-replica-period",
+        "min-replicas-to-write",
+        "min-replicas-max-lag",
         "hz",
         "dynamic-hz",
         "maxclients",
@@ -138,6 +147,9 @@ DIRECTIVE_ALIASES: dict[str, str] = {
     "zset-max-ziplist-value": "zset-max-listpack-value",
     "list-max-ziplist-size": "list-max-listpack-size",
     "lua-time-limit": "busy-reply-threshold",
+    "repl-ping-slave-period": "repl-ping-replica-period",
+    "min-slaves-to-write": "min-replicas-to-write",
+    "min-slaves-max-lag": "min-replicas-max-lag",
 }
 """Old names Redis 7 still accepts for a modelled directive (``src/config.c``'s
 alias column): a scenario or redis.conf may use either."""
@@ -406,9 +418,6 @@ Redis's default warns (``loader``), since it changes nothing in the run."""
 # one redsim leaves out; a warning names them even at their defaults.
 ANSWER_CHANGING: frozenset[str] = frozenset(
     {
-        # Redis closes a client whose pending replies pass the limit; redsim
-        # lets every output buffer grow.
-        "client-output-buffer-limit",
         # After a failed BGSAVE Redis refuses writes; redsim's BGSAVEs never fail.
         "stop-writes-on-bgsave-error",
         # Incremental rehashing in serverCron (1 ms per 100 ms while a dict
@@ -418,13 +427,9 @@ ANSWER_CHANGING: frozenset[str] = frozenset(
         "activedefrag",
         # jemalloc purges dirty pages on a background thread, or on the main one.
         "jemalloc-bg-thread",
-        # Replication: a replica's output buffer, the backlog's memory, the
-        # writes refused without enough replicas.
+        # The server as a replica of another (redsim simulates a primary).
         "replicaof",
         "slaveof",
-        "repl-backlog-size",
-        "min-replicas-to-write",
-        "min-slaves-to-write",
         # Keyspace notifications cost a publish per event.
         "notify-keyspace-events",
     }

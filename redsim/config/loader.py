@@ -540,7 +540,9 @@ def _merge_redis_conf(data: dict[Any, Any], base: Path, ctx: _Context) -> None:
             continue
         ctx.conf[name] = (directive.file, directive.line)
         if name in MODELLED_DIRECTIVES:
-            merged[name] = " ".join(directive.args) if name == "save" else directive.args[0]
+            merged[name] = (" ".join(directive.args)
+                            if name in ("save", "client-output-buffer-limit")
+                            else directive.args[0])
         else:
             unmodelled[name] = " ".join(quote_arg(a) for a in directive.args)
     merged.update(server)

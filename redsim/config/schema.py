@@ -50,6 +50,7 @@ from redsim.config.units import (
     parse_duration,
     parse_float,
     parse_int,
+    parse_link_rate,
     parse_rate,
     parse_size,
 )
@@ -124,6 +125,50 @@ def _list_size(v: Any) -> int:
     return min(max(parse_int(v), -5), 1 << 15)
 
 
+def _backlog_size(v: Any) -> int:
+    # config.c: repl-backlog-size has a minimum of 16 KB (CONFIG_REPL_BACKLOG_MIN_SIZE).
+    size = parse_size(v)
+    if size < 16 * 1024:
+        raise BadValue("a size ≥ 16kb (Redis's minimum backlog)", show(v))
+    return size
+
+
+OBUF_CLASSES = {"normal": "normal", "replica": "replica", "slave": "replica",
+                "pubsub": "pubsub"}
+"""client-output-buffer-limit's class names (``slave`` is ``replica``'s old name)."""
+OBUF_DEFAULTS: dict[str, tuple[int, int, int]] = {
+    "normal": (0, 0, 0), "replica": (256 * 1024**2, 64 * 1024**2, 60),
+    "pubsub": (32 * 1024**2, 8 * 1024**2, 60)}
+"""Redis's default limits (hard B, soft B, soft seconds) per class (``src/config.c``)."""
+
+
+def parse_obuf_limits(v: Any) -> dict[str, tuple[int, int, int]]:
+    """Parse ``client-output-buffer-limit``: redis.conf's text (``replica 256mb
+    64mb 60``, several classes in one line allowed), or a mapping ``{replica:
+    "256mb 64mb 60"}``; classes not given keep Redis's defaults."""
+    expected = ("CLASS HARD SOFT SOFT-SECONDS groups, CLASS normal, replica "
+                "(or slave) or pubsub: e.g. \"replica 256mb 64mb 60\"")
+    if isinstance(v, dict):
+        words: list[str] = []
+        for key, limits in v.items():
+            words += [str(key), *str(_directive_text(limits)).split()]
+    elif isinstance(v, str):
+        words = v.split()
+    else:
+        raise BadValue(expected, show(v))
+    if not words or len(words) % 4:
+        raise BadValue(expected, show(v))
+    out = dict(OBUF_DEFAULTS)
+    for j in range(0, len(words), 4):
+        cls = OBUF_CLASSES.get(words[j].lower())
+        if cls is None:
+            raise BadValue(expected, show(words[j]))
+        hard, soft = parse_size(words[j + 1]), parse_size(words[j + 2])
+        secs = parse_int(words[j + 3], minimum=0, maximum=INT_MAX)
+        out[cls] = (hard, soft, secs)
+    return out
+
+
 Bool = Annotated[bool, _v(parse_bool)]
 Bytes = Annotated[int, _v(parse_size)]
 Seconds = Annotated[float, _v(parse_duration)]
@@ -159,6 +204,8 @@ MIN_PERIOD_S = 1e-6
 """Shortest period of a repeating timer, s: a clock near 100 years still moves by it."""
 MIN_CYCLE_S = 1e-9
 """Shortest time one request of a closed loop may take, round trip and CPU included."""
+MAX_REPLICAS = 64
+"""Replicas one server may have (the kernel walks them every event-loop iteration)."""
 MAX_SIGMA = 10.0
 """A lognormal sigma: e^(sigma²/2) = e^50 between the mean and the median already."""
 
@@ -456,6 +503,37 @@ class Server(_Model):
     active_defrag_max_scan_fields: Annotated[int, _v(parse_int, minimum=1)] = 1000
     """Fields of a big collection scanned in one step (``defragLater``); every key
     is a string here, so it has nothing to bound."""
+    repl_backlog_size: Annotated[int, _v(_backlog_size)] = 1024**2
+    """The replication backlog a replica's partial resync (PSYNC) is served from,
+    bytes (at least 16 KB, Redis's minimum); it exists once a replica has
+    connected (``model/replication.py``)."""
+    repl_backlog_ttl: Annotated[int, _v(parse_int, minimum=0, maximum=INT_MAX)] = 3600
+    """Seconds without any replica after which the backlog is freed; 0 = never."""
+    client_output_buffer_limit: Annotated[dict[str, tuple[int, int, int]],
+                                          _v(parse_obuf_limits)] = Field(
+        default_factory=lambda: dict(OBUF_DEFAULTS))
+    """Output-buffer limits per client class, ``CLASS HARD SOFT SOFT-SECONDS``
+    as in redis.conf (``replica 256mb 64mb 60``; the classes not given keep
+    Redis's defaults). redsim applies the ``replica`` class: a replica whose
+    pending replication stream reaches ``hard``, or stays at ``soft`` or above
+    for more than ``soft-seconds``, is disconnected. ``normal`` (0 0 0 by
+    default) and ``pubsub`` are accepted and not modelled."""
+    repl_diskless_sync: Bool = True
+    """A full sync's RDB goes from the fork child straight to the replicas'
+    sockets (Redis 7's default; 6.2's is ``no``: written to disk first, then sent)."""
+    repl_diskless_sync_delay: Annotated[int, _v(parse_int, minimum=0, maximum=INT_MAX)] = 5
+    """Seconds a diskless full sync waits for more replicas before it forks."""
+    repl_timeout: Annotated[int, _v(parse_int, minimum=1, maximum=INT_MAX)] = 60
+    """Seconds a replica waits without data from the primary before it drops the
+    link and reconnects (the primary's pings, every ``repl-ping-replica-period``,
+    count as data)."""
+    repl_ping_replica_period: Annotated[int, _v(parse_int, minimum=1, maximum=INT_MAX)] = 10
+    """Seconds between the PINGs the primary sends its replicas down the stream."""
+    min_replicas_to_write: Annotated[int, _v(parse_int, minimum=0, maximum=INT_MAX)] = 0
+    """Refuse writes (``-NOREPLICAS``) while fewer replicas than this are online and
+    acked within ``min-replicas-max-lag``; 0 = off (alias ``min-slaves-to-write``)."""
+    min_replicas_max_lag: Annotated[int, _v(parse_int, minimum=0, maximum=INT_MAX)] = 10
+    """Seconds since a replica's last ack for it to count; 0 = the check is off."""
     unmodelled: Annotated[dict[str, str], _v(parse_unmodelled)] = Field(default_factory=dict)
     """Directives Redis knows and redsim does not model, kept as conf text."""
 
@@ -874,6 +952,48 @@ class BigKey(_Model):
                            show(self.value_size), field=("value-size",))
         if self.integers and self.type != "set":
             raise BadValue("integers only for a set", "yes", field=("integers",))
+        return self
+
+
+ReplicaStart = Literal["online", "full-sync"]
+
+
+class Replica(_Model):
+    """Replicas attached to the server: ``{count: 2, link-bandwidth: 1gbit,
+    rtt: 500us, load-rate: 200mb/s}`` (``model/replication.py``). The primary's
+    side of replication is simulated: the stream it feeds, its buffers, the
+    syncs; a replica is its link, how fast it loads an RDB and applies the stream."""
+
+    count: Annotated[int, _v(parse_int, minimum=1, maximum=MAX_REPLICAS)] = 1
+    """Replicas with these settings."""
+    link_bandwidth: Annotated[float, _v(parse_link_rate)] = 1.25e9
+    """The network path to the replica: bits (``1gbit``) or bytes per second
+    (``125mb/s``); default 10gbit."""
+    rtt: Seconds = 0.0005
+    """Round trip to the replica, s: its reconnect handshake takes 4.5 of them."""
+    load_rate: Annotated[float, _v(parse_bandwidth)] = 200.0 * 1024**2
+    """How fast the replica loads a full sync's RDB, bytes of RDB per second."""
+    apply_rate: Annotated[float | None, _v(_optional(parse_bandwidth))] = None
+    """How fast the replica reads and applies the stream, bytes per second; none:
+    as fast as the link brings it."""
+    socket_buffer: Annotated[int, _v(parse_size, )] = 4 * 1024**2
+    """The primary's socket send buffer to the replica, bytes (Linux's
+    ``net.ipv4.tcp_wmem`` maximum, which autotuning reaches on a busy link):
+    what one write can hand the kernel beyond what the link has taken."""
+    start: Annotated[ReplicaStart, _literal(ReplicaStart)] = "online"
+    """``online``: in sync when the run starts (the backlog exists, offset 0);
+    ``full-sync``: connects at ``connect-at`` with no data and asks for a full sync."""
+    connect_at: Seconds = 0.0
+    """With ``start: full-sync``, when the replica connects, s."""
+
+    @model_validator(mode="after")
+    def _check(self) -> Replica:
+        if self.socket_buffer < 16 * 1024:
+            raise BadValue("a socket-buffer ≥ 16kb (one write of the stream)",
+                           show(self.socket_buffer), field=("socket-buffer",))
+        if self.connect_at and self.start != "full-sync":
+            raise BadValue("connect-at only with start: full-sync", show(self.connect_at),
+                           field=("connect-at",))
         return self
 
 
@@ -2042,6 +2162,9 @@ class Scenario(_Model):
     big_keys: list[BigKey] = Field(default_factory=list)
     """Collections in the dataset from the start, each with its own name
     (``model/bigkeys.py``): what ``del`` and ``unlink`` events delete."""
+    replicas: list[Replica] = Field(default_factory=list)
+    """Replicas of this server (``model/replication.py``): each entry a link and
+    a replica's speeds, with a ``count``."""
     events: list[ScenarioEvent] = Field(default_factory=list)
     """Commands run at given times (``{at: 30s, do: bgsave}``), in time order."""
     clients: Annotated[list[ClientGroup], _v(_parse_clients)] = Field(

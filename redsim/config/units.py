@@ -261,6 +261,28 @@ def parse_bandwidth(v: Any) -> float:
     return _to_float(number, BANDWIDTH_EXPECTED, v)
 
 
+LINK_EXPECTED = ("a link rate in bits like 1gbit or 10gbit/s (decimal: 1gbit = 10⁹ bits/s), "
+                 "or a bandwidth like 125mb/s")
+_BIT_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9, "tbit": 10**12}
+
+
+def parse_link_rate(v: Any) -> float:
+    """Parse a network link's rate into bytes per second: bits as network links
+    are sold (``1gbit``, ``10gbit/s``, ``100mbit``; decimal prefixes, 8 bits a
+    byte), or a bandwidth as ``parse_bandwidth`` reads it (``125mb/s``)."""
+    if isinstance(v, str):
+        m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmgt]?bit)s?(?:\s*/\s*s)?", v.strip().lower())
+        if m is not None:
+            bits = _fraction_of(m.group(1), LINK_EXPECTED, v) * _BIT_UNITS[m.group(2)]
+            if not 8 * MIN_BANDWIDTH <= bits <= 8 * MAX_BANDWIDTH:
+                raise BadValue(f"{LINK_EXPECTED}, from 8 bits/s to 8 Pbit/s", show(v))
+            return _to_float(bits / 8, LINK_EXPECTED, v)
+    try:
+        return parse_bandwidth(v)
+    except BadValue:
+        raise BadValue(LINK_EXPECTED, show(v)) from None
+
+
 def parse_bool(v: Any) -> bool:
     """Parse a boolean: YAML's true/false, Redis's yes/no, or on/off (any case)."""
     if isinstance(v, bool):

@@ -30,7 +30,6 @@ from __future__ import annotations
 import numpy as np
 
 from redsim.model import lazyfree
-from redsim.model.aof import feed_del
 from redsim.model.arena import purge_all
 from redsim.model.commands import COMMAND_IDS
 from redsim.model.db import NO_TTL, db_add, db_delete, key_exists, resize_table
@@ -38,6 +37,7 @@ from redsim.model.defrag import scan_mask, scan_position
 from redsim.model.jit import leaf, step
 from redsim.model.main_thread import busy
 from redsim.model.memory import POINTER
+from redsim.model.propagate import propagate_del
 from redsim.model.protocol import digits
 from redsim.model.rng import server_uniform
 from redsim.model.state import (
@@ -143,7 +143,7 @@ def delete_pattern(w, lo, hi, pattern, every, fraction):
     for k in range(lo, hi):
         if key_exists(w, k) and _chosen(w, k - lo, hi - lo, pattern, every, fraction):
             spent += db_delete(w, k, np.bool_(False))[1]  # one db_delete
-            feed_del(w)
+            propagate_del(w)
             spent += _cost(w, DEL, 0)
     return spent
 
@@ -155,7 +155,7 @@ def delete_key(w, k, unlink):
     spent = _cost(w, UNLINK if unlink else DEL, 0)
     if key_exists(w, k):
         spent += db_delete(w, k, unlink == 1 or w.I[LAZY_USER_DEL] == 1)[1]
-        feed_del(w)
+        propagate_del(w)
     return spent
 
 
@@ -182,7 +182,7 @@ def flushall(w, lazy):
             spent += db_delete(w, keys[p], np.bool_(False))[1] + w.F[C_FLUSH_KEY]
     resize_table(w, KS_BUCKETS, KS_BUCKETS_H, 0)
     resize_table(w, KS_EXP_BUCKETS, KS_EXP_BUCKETS_H, 0)
-    feed_del(w)
+    propagate_del(w)
     if lazy and lazyfree.queue_job(w, 0, held, spent, n):
         return w.F[C_LF_JOB]
     return spent
@@ -272,8 +272,8 @@ def request(world, event, scenario) -> None:
 FLUSH_KEY_US = 0.29
 """FLUSHALL's CPU per key, µs: Debian's Redis 7.0.15 on the reference host
 (2 vCPU EPYC), ``FLUSHALL SYNC`` of ``DEBUG POPULATE 1000000 key 10`` took
-282-310 ms (``tests/test_flushall_live.py`` measures it again), and
-``FLUSHALL ASYNC``'s bio thread drained the same keys in 306-313 ms."""
+282-321 ms over two sittings (``tests/test_flushall_live.py`` measures it
+again), and ``FLUSHALL ASYNC``'s bio thread drained the same keys in 305-331 ms."""
 
 
 def configure(b) -> None:

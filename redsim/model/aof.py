@@ -47,7 +47,6 @@ from redsim.model import disk, latency
 from redsim.model.histogram import log2_bucket
 from redsim.model.jit import leaf, step
 from redsim.model.main_thread import busy, busy_until
-from redsim.model.protocol import digits
 from redsim.model.state import (
     AOF_BG_END,
     AOF_BUF,
@@ -66,7 +65,6 @@ from redsim.model.state import (
     FSYNC_ALWAYS,
     FSYNC_EVERYSEC,
     FSYNC_NO,
-    KEY_LEN,
     NO_FSYNC_RW,
     STAT_FSYNCS,
     W_CPU_AOF,
@@ -133,14 +131,6 @@ def feed(w, nbytes):
     """``feedAppendOnlyFile``: append a command's ``nbytes`` of RESP to aof_buf."""
     if w.I[AOF_ON]:
         w.I[AOF_BUF] += nbytes
-
-
-@leaf
-def feed_del(w):
-    """The ``DEL key`` an eviction or an expiry propagates (``propagateDeletion``)."""
-    if w.I[AOF_ON]:
-        k = w.I[KEY_LEN]
-        w.I[AOF_BUF] += 4 + 9 + 1 + digits(k) + 2 + k + 2  # *2 $3 DEL $k key
 
 
 @leaf

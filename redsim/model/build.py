@@ -43,6 +43,7 @@ from redsim.model import (
     memory,
     network,
     protocol,
+    replication,
     rng,
     rss,
     scripts,
@@ -85,6 +86,7 @@ STEPS = (
     latency.configure,
     aof.configure,
     fork.configure,  # needs key_rows
+    replication.configure,
     event_loop.configure,
     io_threads.configure,
 )

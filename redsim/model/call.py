@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from redsim.model.aof import feed
 from redsim.model.collection import collection_command
 from redsim.model.commands import (
     COMMAND_IDS,
@@ -67,6 +66,7 @@ from redsim.model.db import (
 )
 from redsim.model.jit import leaf, step
 from redsim.model.locality import hot_or_rest, recent_or_rest, remember, slide
+from redsim.model.propagate import propagate
 from redsim.model.protocol import bulk, digits, elements, header, value_bytes_moved
 from redsim.model.rng import draw, peek_uniform, uniform
 from redsim.model.state import DIRTY, KS_KEYS, LAZY_USER_DEL, T
@@ -279,9 +279,9 @@ def call(w, c):
             touched, moved, changed, extra = collection_command(
                 w, c, g, key, w.tb_cmd_coll[cmd], k, n)
     if w.tb_cmd_write[cmd] and changed > 0:
-        # call() → propagate: the command goes to the AOF as it was sent.
+        # call() → propagate: the command goes to the AOF and the replicas as it was sent.
         w.I[DIRTY] += changed
-        feed(w, w.cn_next_bytes[c])
+        propagate(w, w.cn_next_bytes[c])
     if w.tb_cmd_script[cmd]:  # the script's own run time (model/scripts.py)
         unscaled += w.cn_next_script[c]
     return w.cn_next_scale[c] * (w.tb_cmd_fixed[cmd] + w.tb_cmd_per_byte[cmd] * moved

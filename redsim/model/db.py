@@ -41,7 +41,6 @@ from __future__ import annotations
 import numpy as np
 
 from redsim.model import lazyfree, lfu
-from redsim.model.aof import feed_del
 from redsim.model.bigkeys import collection_of, is_collection
 from redsim.model.cow import cow_touch
 from redsim.model.encoding import DICT_HT_INITIAL_SIZE, next_power
@@ -59,6 +58,7 @@ from redsim.model.objects import (
     free_value,
     string_key_bytes,
 )
+from redsim.model.propagate import propagate_del
 from redsim.model.state import (
     C_LF_JOB,
     CHILD,
@@ -388,7 +388,7 @@ def expire_if_needed(w, k):
         _, cpu = db_delete(w, k, I[LAZY_EXPIRE] == 1)
         if cpu > 0.0:  # a collection's free, inside the command that found it expired
             busy(w, W_CPU_COMMANDS, cpu)
-        feed_del(w)
+        propagate_del(w)
         I[STAT_EXPIRED] += 1
         count(w, WI_EXPIRED, F[T], 1)
         return True

@@ -96,6 +96,7 @@ from redsim.model import (
     io_threads,
     netstack,
     network,
+    replication,
     scripts,
 )
 from redsim.model.admin import admin_command
@@ -178,6 +179,8 @@ from redsim.model.state import (
     READY_N,
     READY_PASS,
     REDIS_62,
+    REPL_NEXT,
+    REPL_ON,
     RET_REFILL,
     RET_STOP,
     RNG_LOW,
@@ -484,8 +487,12 @@ def read_query_from_client(w, c):
                 w.gp_oom[w.rq_group[w.cn_req[c]]] += 1
                 groups.failed(w, w.rq_group[w.cn_req[c]], F[T])
                 count(w, WI_OOM, F[T], 1)
+            elif replication.refuses_write(w, c):  # -NOREPLICAS
+                pass
             else:
                 cpu += call(w, c)
+        elif replication.refuses_write(w, c):
+            pass
         else:
             cpu += call(w, c)
         if I[SCRIPT_CONN] < 0 and w.tb_cmd_script[w.cn_next_cmd[c]] and scripts.times_out(w, c):
@@ -737,6 +744,8 @@ def server_cron(w):
     resize_dicts(w)  # databasesCron
     decay_cron(w)  # jemalloc's background thread purges dirty pages as epochs pass
     persistence_cron(w)  # a finished child, save points, AOF rewrite
+    if I[REPL_ON]:
+        replication.replication_cron(w)  # a sync's child done; once a second: pings, forks
     aof_cron(w)  # a postponed AOF flush
     I[CRONLOOPS] += 1
     F[CRON_WHEN] = F[T] + 1.0 / hz
@@ -799,6 +808,8 @@ def blocked_iteration(w):
             if I[AOF_ON]:
                 flush_append_only_file(w, np.bool_(False))
             handle_clients_with_pending_writes(w)
+            if I[REPL_ON]:
+                replication.before_sleep(w)
             I[SCRIPT_STEP] += 1
         advance_clients(w, F[T])
         if I[RNG_LOW]:
@@ -872,6 +883,8 @@ def run(world, t_stop):
             if I[AOF_ON]:  # group commit: before any reply of this iteration leaves
                 flush_append_only_file(w, np.bool_(False))
             handle_clients_with_pending_writes(w)
+            if I[REPL_ON]:  # the replicas are in clients_pending_write too
+                replication.before_sleep(w)
             if I[CE_LIMIT] > 0:
                 evict_clients(w)
             # The poll's timeout runs to the next timer. 7.x computes it after
@@ -888,6 +901,9 @@ def run(world, t_stop):
                 # The model writes the rest at the next beforeSleep rather than
                 # in that poll's file events (sendReplyToClient).
                 F[POLL_WAKE] = F[T]
+            if I[REPL_ON] and F[REPL_NEXT] < F[POLL_WAKE]:
+                # A replica's PSYNC, a load's end or room in its socket wakes the poll.
+                F[POLL_WAKE] = max(F[REPL_NEXT], F[T])
             I[PHASE] = PH_POLL
         if F[T] >= t_stop:
             return RET_STOP

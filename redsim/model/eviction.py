@@ -50,12 +50,12 @@ from __future__ import annotations
 import math
 
 from redsim.model import latency, lfu
-from redsim.model.aof import feed_del
 from redsim.model.db import EVPOOL_SIZE, LRU_CLOCK_MAX, db_delete, key_exists
 from redsim.model.histogram import log2_bucket
 from redsim.model.jit import leaf, step
 from redsim.model.main_thread import busy_until
 from redsim.model.memory import mem_tofree
+from redsim.model.propagate import propagate_del
 from redsim.model.rng import server_uniform
 from redsim.model.state import (
     C_EV_CALL,
@@ -258,7 +258,7 @@ def perform_evictions(w):
         # leave used_memory only as the lazyfree thread frees them.
         gone, free_cpu = db_delete(w, k, I[LAZY_EVICTION] == 1)
         freed += gone
-        feed_del(w)  # propagateDeletion: the DEL goes to the AOF (not counted)
+        propagate_del(w)  # propagateDeletion: the DEL goes to the AOF (not counted)
         cpu += F[C_EV_DELETE] + free_cpu
         keys_freed += 1
         I[STAT_EVICTED] += 1

@@ -28,9 +28,9 @@ looked at, ``engine.cpu.expire-delete`` per key deleted.
 from __future__ import annotations
 
 from redsim.model import latency
-from redsim.model.aof import feed_del
 from redsim.model.db import db_delete
 from redsim.model.jit import leaf, step
+from redsim.model.propagate import propagate_del
 from redsim.model.state import (
     C_EXP_DELETE,
     C_EXP_SAMPLE,
@@ -124,7 +124,7 @@ def active_expire_cycle(w, fast):
             if w.ks_expire[k] < now:
                 # The last entry moves into pos: look at pos again.
                 _, free_cpu = db_delete(w, k, I[LAZY_EXPIRE] == 1)
-                feed_del(w)
+                propagate_del(w)
                 expired += 1
                 cpu += F[C_EXP_DELETE] + free_cpu
                 I[EXP_CURSOR] = pos

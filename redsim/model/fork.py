@@ -88,6 +88,7 @@ from redsim.model.state import (
     CHILD_NEXT,
     CHILD_NONE,
     CHILD_RDB,
+    CHILD_SOCKET,
     COW_PAGES,
     DIRTY,
     DIRTY_AT_FORK,
@@ -139,6 +140,9 @@ FIELDS = (
     ("I", "DIRTY_AT_FORK", "i8", "-", "state",
      "server.dirty_before_bgsave: server.dirty when the child forked"),
     ("I", "CHILD", "i8", "-", "state", "the fork child: CHILD_NONE, CHILD_RDB or CHILD_AOF"),
+    ("I", "CHILD_SOCKET", "i8", "-", "state",
+     "1: the RDB child writes to replicas' sockets (diskless sync, model/replication.py), "
+     "not to disk; its end is the transfers'"),
     ("I", "FORK_REQ", "i8", "-", "state",
      "a scenario event asked for BGSAVE / BGREWRITEAOF (CHILD_RDB / CHILD_AOF)"),
     ("I", "N_SAVE", "i8", "-", "config", "save points in tb_save_secs / tb_save_changes"),
@@ -231,6 +235,7 @@ def redis_fork(w, child_type):
         w.pg_cow[i] = 0
     I[COW_PAGES] = 0
     I[CHILD] = child_type
+    I[CHILD_SOCKET] = 0  # replication.start_bgsave sets it for a diskless sync
     I[DIRTY_AT_FORK] = I[DIRTY]
     I[AOF_SIZE_AT_FORK] = I[AOF_SIZE]
     # The child's file, in chunks of the incremental-fsync size, spread over
@@ -264,10 +269,11 @@ def child_done(w):
     """``checkChildrenDone`` + the done handlers, once the child has exited."""
     F = w.F
     I = w.I
-    if I[CHILD] == CHILD_RDB:  # backgroundSaveDoneHandler
-        F[T_LASTSAVE] = F[T]
-        I[DIRTY] -= I[DIRTY_AT_FORK]
-        I[STAT_RDB_SAVES] += 1
+    if I[CHILD] == CHILD_RDB:
+        if not I[CHILD_SOCKET]:  # backgroundSaveDoneHandlerDisk (Socket: no save)
+            F[T_LASTSAVE] = F[T]
+            I[DIRTY] -= I[DIRTY_AT_FORK]
+            I[STAT_RDB_SAVES] += 1
     else:  # backgroundRewriteDoneHandler
         I[AOF_SIZE] = I[CHILD_FILE_B] + I[AOF_SIZE] - I[AOF_SIZE_AT_FORK]
         I[AOF_BASE] = I[AOF_SIZE]
@@ -278,6 +284,7 @@ def child_done(w):
         w.rc_forks[r * N_FORK_FIELDS + 5] = cow_bytes(w)
         w.rc_forks[r * N_FORK_FIELDS + 6] = F[CHILD_END]
     I[CHILD] = CHILD_NONE
+    I[CHILD_SOCKET] = 0
     I[COW_PAGES] = 0  # the child's pages go with it
 
 

@@ -9,6 +9,7 @@ from the mechanisms that own those figures. The recorder itself
 
 from __future__ import annotations
 
+from redsim.model import replication
 from redsim.model.jit import entry, leaf
 from redsim.model.memory import clients_memory, used_memory
 from redsim.model.rss import (
@@ -38,6 +39,7 @@ from redsim.model.state import (
     MEM_CLIENTS_INFO,
     N_WIN,
     PAGE_SHIFT,
+    REPL_ON,
     SNAP_WIN,
     T_NEXT_SNAP,
     W_HZ,
@@ -95,6 +97,8 @@ def snapshot_gauges(w, te):
         w.rc_wi[cell(I, WI_DIRTY, k)] = I[DIRTY]
         w.rc_wi[cell(I, WI_DF_RUNNING, k)] = I[DF_RUNNING]
         w.rc_wi[cell(I, WI_LF_PENDING, k)] = I[LF_OBJECTS]
+        if I[REPL_ON]:
+            replication.snapshot(w, k)
         I[SNAP_WIN] = k + 1
         F[T_NEXT_SNAP] += F[DT]
 

@@ -163,9 +163,10 @@ def catch_up(w):
         if w.lf_t1[slot] > F[T]:
             break
         v = w.lf_aval[slot]
-        if v != 0:  # a value (a flushed database's keys went back when queued)
-            arena_zfree(w, lo_handle(v))
-            arena_zfree(w, hi_handle(v))
+        # (A flushed database's keys went back when queued: v is 0, a handle
+        # arena_zfree ignores.)
+        arena_zfree(w, lo_handle(v))
+        arena_zfree(w, hi_handle(v))
         w.lf_aval[slot] = 0
         objects = w.lf_objects[slot]
         I[LF_BYTES] -= w.lf_bytes[slot]

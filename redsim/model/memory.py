@@ -17,13 +17,16 @@ its size class. Modelled parts, all in bytes:
 - values handed to the lazyfree thread that it has not freed yet
   (``lazyfree.in_flight``): counted, as Redis counts them, until freed.
 
-Not yet modelled: replication buffers. Pages
-copied on write after a fork are outside ``used_memory`` (``model/cow.py``).
+- the replication buffer: the backlog and what replicas have yet to receive
+  (``replication_buffer.replication_memory``); what exceeds the backlog is
+  ``mem_not_counted_for_evict`` too.
+
+Pages copied on write after a fork are outside ``used_memory`` (``model/cow.py``).
 """
 
 from __future__ import annotations
 
-from redsim.model import lazyfree
+from redsim.model import lazyfree, replication_buffer
 from redsim.model.jit import leaf
 from redsim.model.state import (
     AOF_BUF,
@@ -34,6 +37,7 @@ from redsim.model.state import (
     MEM_CLIENTS,
     MEM_DATASET,
     MEM_STARTUP,
+    REPL_BACKLOG,
 )
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -77,12 +81,17 @@ def used_memory(w):
             + clients_memory(w) + I[AOF_BUF])
     if I[LF_N] > 0:  # values the lazyfree thread has not freed yet
         used += lazyfree.in_flight(w)
+    if I[REPL_BACKLOG]:
+        used += replication_buffer.replication_memory(w)
     return used
 
 
 @leaf
 def not_counted_for_evict(w):
-    """``freeMemoryGetNotCountedMemory()``: the AOF buffer (no replicas), bytes."""
+    """``freeMemoryGetNotCountedMemory()``: the AOF buffer and the replication
+    buffer beyond the backlog, bytes."""
+    if w.I[REPL_BACKLOG]:
+        return w.I[AOF_BUF] + replication_buffer.not_counted(w)
     return w.I[AOF_BUF]
 
 

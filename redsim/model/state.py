@@ -51,7 +51,8 @@ OWNERS = (
     "model.tcache", "model.rss",
     "model.admin", "model.memory",
     "model.eviction", "model.lfu", "model.expire",
-    "model.aof", "model.disk", "model.fork", "model.cow", "model.defrag", "model.latency",
+    "model.aof", "model.disk", "model.fork", "model.replication_buffer", "model.replication",
+    "model.cow", "model.defrag", "model.latency",
     "model.events",
     "model.heap", "model.wheel", "model.rng", "observe.bins", "observe.groups",
     "observe.stalls",
@@ -73,6 +74,7 @@ PARTS = (
      "a jemalloc bin (a small size class), a thread-cache bin, and the decay's backlog"),
     ("sb", "Slabs", True, "a slab id of jemalloc's arena (its bin and free regions)"),
     ("ep", "EvPool", False, "an entry of the eviction pool (EvictionPoolLRU, 16 entries)"),
+    ("rp", "Replicas", False, "a replica attached to the server (model/replication.py)"),
     ("io", "IoThreads", False, "a thread of io-threads (row 0: the main thread)"),
     ("ct", "ClientThreads", False, "a thread of a same-host client group"),
     ("hp", "Heap", True, "an entry of the client-side event heap"),
@@ -143,10 +145,23 @@ CHILD_NONE = 0
 CHILD_RDB = 1  # BGSAVE
 CHILD_AOF = 2  # BGREWRITEAOF
 
+# A replica's state as the primary sees it (Replicas.state, model/replication.py);
+# from RS_BGSAVE on, the replica holds a place in the replication buffer.
+RS_CONNECTING = 0  # disconnected: its PSYNC reaches the primary at Replicas.t_next
+RS_WAIT_BGSAVE = 1  # SLAVE_STATE_WAIT_BGSAVE_START: a full sync waits for a fork
+RS_BGSAVE = 2  # SLAVE_STATE_WAIT_BGSAVE_END: the child writes the RDB (diskless: to it)
+RS_SEND_BULK = 3  # SLAVE_STATE_SEND_BULK: the primary sends the RDB file (disk-based)
+RS_LOADING = 4  # the RDB is on the replica, which loads it (the primary buffers the stream)
+RS_ONLINE = 5  # SLAVE_STATE_ONLINE and streaming
+RS_NAMES = ("connecting", "wait_bgsave", "bgsave", "send_bulk", "loading", "online")
+
 # Columns of the per-fork records (Rec.forks) and per-pass records (Rec.passes).
 FORK_FIELDS = ("time", "fork_s", "child", "rss", "pages", "cow_bytes", "end")
 N_FORK_FIELDS = len(FORK_FIELDS)
 MAX_FORK_REC = 4096
+REPL_FIELDS = ("time", "replica", "event", "offset", "detail")  # Rec.repl, replication.py
+N_REPL_FIELDS = len(REPL_FIELDS)
+MAX_REPL_REC = 65536
 PASS_FIELDS = ("group", "start", "end")
 N_PASS_FIELDS = len(PASS_FIELDS)
 MAX_PASS_REC = 65536
@@ -182,7 +197,7 @@ EMP_MAX_POINTS = 1001  # most points in one empirical table (config/schema.py)
 DIST_MIXTURE = 5
 
 (Conns, Reqs, Pools, Groups, Tables, Keys, Collections, LazyfreeQueue, Arena, Slabs, EvPool,
- IoThreads, ClientThreads, Heap, Wheel, Lines, Rng, Pages, Rec) = (
+ Replicas, IoThreads, ClientThreads, Heap, Wheel, Lines, Rng, Pages, Rec) = (
     namedtuple(name, [f.name for f in LAYOUT.parts[pre]]) for pre, name, _rows, _doc in PARTS)
 KEY_ROW_ABSENT = {"cost": 0, "vlen": 0, "lru": 0, "expire": np.inf, "pos": 0, "xpos": -1,
                   "aval": 0, "akey": 0}

@@ -1,0 +1,737 @@
+"""Replication, the primary's side: its replicas' links, partial and full
+resyncs, and the output-buffer limit that drops a replica.
+
+Follows ``src/replication.c`` of 7.0/7.2 (6.2 where noted): ``syncCommand``
+and ``masterTryPartialResynchronization`` (PSYNC), ``startBgsaveForReplication``
+and ``replicationStartPendingFork`` (the fork for a full sync, diskless after
+``repl-diskless-sync-delay``), ``updateSlavesWaitingBgsave`` and
+``sendBulkToSlave`` (disk-based: the file is sent from the main thread),
+``rdbPipeReadHandler`` (diskless: the child's RDB relayed to the sockets),
+``replicaStartCommandStream`` (the stream starts once the replica has
+loaded), ``writeToClient`` for a replica (written until the socket is full),
+``checkClientOutputBufferLimits`` for the ``replica`` class, and
+``replicationCron`` (pings, the backlog's TTL, pending forks). The buffer
+itself is ``replication_buffer.py``.
+
+**A replica** is a link (``link-bandwidth``, ``rtt``), a send buffer in the
+primary's kernel (``socket-buffer``), and two speeds: how fast it loads an
+RDB (``load-rate``) and applies the stream (``apply-rate``). Its states
+(``state.RS_*``) are the primary's: connecting, waiting for a fork, the
+child at work, the file being sent, loading, online.
+
+**Writing to a replica** happens once per event-loop iteration, in
+``beforeSleep``: Redis writes a replica until the socket refuses
+(``_writeToClient`` has no 64-KB cap for replicas), so what leaves the
+primary's buffer in one iteration is what the socket can take — its free
+space: ``socket-buffer`` less what the link has not yet carried. The link
+carries bytes at ``min(link-bandwidth, apply-rate)``. So the stream drains at
+the link's rate as long as iterations are short, and at ``socket-buffer``
+per iteration when they are long: the reason a busy primary's replica falls
+behind on a link that could carry the stream (redis/redis PR #15447, which
+feeds replicas mid-iteration).
+
+**Full sync.** A PSYNC whose offset is outside the backlog's window
+(``replication_buffer.backlog_window``), or a replica with no data (``PSYNC ?``),
+gets a full sync: ``sync_full``, and ``sync_partial_err`` when it had asked
+for an offset. Disk-based (``repl-diskless-sync no``, 6.2's default): the
+fork happens at once if no child runs (a replica arriving while another
+replica's BGSAVE runs shares it; otherwise it waits for the next), the child
+writes the RDB to disk (``fork.py``, which counts it as a save), then the
+primary sends the file, 16 KB (``PROTO_IOBUF_LEN``) per event-loop iteration
+(one ``read`` and one ``write`` in ``sendBulkToSlave``), as the socket takes
+it. Diskless (7.x's default): ``replicationCron``, once a second, forks when
+the longest-waiting replica has waited ``repl-diskless-sync-delay`` whole
+seconds; the child serialises at the fork model's keys per second and the
+parent relays its pipe to the sockets, 16 KB per iteration, so the child
+ends when the slowest transfer ends (it is killed if every replica of it
+drops). The replica then loads the RDB (``rdb bytes / load-rate``) and the
+stream buffered since the fork (from ``psync_initial_offset``) starts to
+drain. Throughout, the replica's place in the buffer stays at the fork's
+offset, so its output-buffer usage is every write since the fork.
+
+**Dropping and reconnecting.** Before each iteration's writes (Redis checks
+as it feeds), a replica whose usage has reached the hard limit, or stayed at
+the soft limit for more than its seconds (whole seconds of ``unixtime``), is
+closed. A replica also drops the link itself when nothing has arrived for
+``repl-timeout`` (the primary's PINGs every ``repl-ping-replica-period`` keep
+an idle link alive). The replica retries at its next ``replicationCron``
+(the next whole second) and its PSYNC reaches the primary 4.5 round trips
+later (connect, PING, two REPLCONFs, PSYNC). It asks for the byte after the
+last one it received if it was online; after the RDB it was loading
+(``psync_initial_offset`` + 1) if it was loading — it finishes the load
+first; with nothing (a full sync) if the transfer was cut.
+
+**Costs** on the main thread (``cpu_repl``): one ``write`` per
+iteration per replica with stream to send (``engine.cpu.write`` + per byte),
+and a ``read`` + ``write`` of 16 KB per chunk of a full sync's RDB.
+
+Deviations, each small: the writable handler's second write in the same
+iteration is folded into the next ``beforeSleep``'s; an idle primary wakes to
+write when its socket buffer is half empty; the primary's own
+``repl-timeout`` check never fires (a loading replica sends newlines, an
+online one acks every second, and the link never stalls here); the
+replication cron runs on whole seconds of simulated time (Redis's
+``run_with_period(1000)``), and the replicas' crons on the same seconds; a
+replica's receive buffer, its REPLCONF ACKs and ``repl-diskless-load`` are
+not modelled (it saves the RDB and loads it: the default); 6.2's
+``repl-diskless-sync-max-replicas`` is not read.
+
+**min-replicas-to-write** (``processCommand``): with it and
+``min-replicas-max-lag`` both set, a write command is refused with
+``-NOREPLICAS`` while fewer replicas are good. A replica is good when the
+primary counts it online and it acked within the lag: here, while it loads
+(its newlines count as acks) or streams, since it acks every second.
+``repl_good_slaves_count`` is refreshed at each beforeSleep and
+replicationCron. A replica far behind in bytes is still good, as in Redis.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from redsim.model.fork import redis_fork
+from redsim.model.jit import leaf, step
+from redsim.model.main_thread import busy
+from redsim.model.replication_buffer import (
+    REPL_BLOCK_7,
+    backlog_window,
+    block_of,
+    feed,
+    pending_usage,
+    replication_memory,
+    tail_block,
+)
+from redsim.model.state import (
+    C_READ,
+    C_READ_B,
+    C_WRITE,
+    C_WRITE_B,
+    CHILD,
+    CHILD_CHUNKS,
+    CHILD_END,
+    CHILD_FILE_B,
+    CHILD_KEY_RATE,
+    CHILD_NONE,
+    CHILD_RDB,
+    CHILD_SOCKET,
+    GOOD_REPLICAS,
+    KS_KEYS,
+    MAX_REPL_REC,
+    MIN_REPLICAS,
+    N_REPL_FIELDS,
+    N_REPL_REC,
+    REDIS_62,
+    REPL_BACKLOG,
+    REPL_BASE,
+    REPL_BL_BLOCK,
+    REPL_BL_SIZE,
+    REPL_CHILD,
+    REPL_CHILD_BPS,
+    REPL_CHILD_T0,
+    REPL_CRON_LOOPS,
+    REPL_CRON_WHEN,
+    REPL_DELAY,
+    REPL_DISKLESS,
+    REPL_HARD,
+    REPL_IDLE_SINCE,
+    REPL_N,
+    REPL_NEXT,
+    REPL_OFFSET,
+    REPL_PING_PERIOD,
+    REPL_RDB_B,
+    REPL_SOFT,
+    REPL_SOFT_SECS,
+    REPL_TIMEOUT,
+    REPL_TTL,
+    RS_BGSAVE,
+    RS_CONNECTING,
+    RS_LOADING,
+    RS_ONLINE,
+    RS_SEND_BULK,
+    RS_WAIT_BGSAVE,
+    STAT_NOREPLICAS,
+    STAT_REPL_OBUF_DROPS,
+    STAT_REPL_TIMEOUTS,
+    STAT_SYNC_FULL,
+    STAT_SYNC_PARTIAL_ERR,
+    STAT_SYNC_PARTIAL_OK,
+    W_CPU_REPL,
+    WI_REPL_BUF,
+    WI_REPL_CONNECTED,
+    WI_REPL_DROPS,
+    WI_REPL_LAG,
+    WI_REPL_OFFSET,
+    WI_REPL_ONLINE,
+    WI_SYNC_FULL,
+    T,
+)
+from redsim.observe import groups
+from redsim.observe.bins import cell, count
+
+# The kernel state this module owns; model/state.py lays it out (model/layout.py
+# says what each entry holds: where, name, dtype, unit, kind, doc).
+FIELDS = (
+    ("I", "REPL_ON", "i8", "-", "config", "1: the scenario has replicas"),
+    ("I", "REPL_N", "i8", "-", "config", "replicas (rows of the rp part)"),
+    ("I", "REPL_HARD", "i8", "B", "config",
+     "client-output-buffer-limit replica's hard limit, B (0 = none; raised to "
+     "repl-backlog-size in 7.x)"),
+    ("I", "REPL_SOFT", "i8", "B", "config", "... its soft limit, B (0 = none)"),
+    ("I", "REPL_SOFT_SECS", "i8", "s", "config", "... its soft seconds"),
+    ("I", "REPL_DISKLESS", "i8", "-", "config", "1: repl-diskless-sync yes"),
+    ("I", "REPL_DELAY", "i8", "s", "config", "repl-diskless-sync-delay, whole seconds"),
+    ("I", "REPL_PING_PERIOD", "i8", "-", "config",
+     "repl-ping-replica-period: replicationCron runs between PINGs"),
+    ("I", "REPL_CRON_LOOPS", "i8", "-", "state", "replication_cron_loops"),
+    ("I", "REPL_CHILD", "i8", "-", "state", "1: the fork child is a full sync's BGSAVE"),
+    ("I", "REPL_RDB_B", "i8", "B", "state", "the RDB of the last full sync's child, B"),
+    ("I", "STAT_SYNC_FULL", "i8", "-", "counter", "server.stat_sync_full"),
+    ("I", "STAT_SYNC_PARTIAL_OK", "i8", "-", "counter", "server.stat_sync_partial_ok"),
+    ("I", "STAT_SYNC_PARTIAL_ERR", "i8", "-", "counter",
+     "server.stat_sync_partial_err: PSYNCs with an offset answered with a full sync"),
+    ("I", "STAT_REPL_OBUF_DROPS", "i8", "-", "counter",
+     "replicas closed for client-output-buffer-limit"),
+    ("I", "STAT_REPL_TIMEOUTS", "i8", "-", "counter",
+     "links a replica dropped after repl-timeout without data"),
+    ("I", "N_REPL_REC", "i8", "-", "counter", "rows of rc_repl written (at most MAX_REPL_REC)"),
+    ("I", "MIN_REPLICAS", "i8", "-", "config",
+     "min-replicas-to-write (0 when it or min-replicas-max-lag is 0: off)"),
+    ("I", "GOOD_REPLICAS", "i8", "-", "state",
+     "server.repl_good_slaves_count: replicas loading or online"),
+    ("I", "STAT_NOREPLICAS", "i8", "-", "counter", "write commands refused with -NOREPLICAS"),
+    ("F", "REPL_TIMEOUT", "f8", "s", "config", "repl-timeout, s"),
+    ("F", "REPL_TTL", "f8", "s", "config", "repl-backlog-ttl, s (0 = never)"),
+    ("F", "REPL_CRON_WHEN", "f8", "s", "state", "the next replicationCron, s"),
+    ("F", "REPL_IDLE_SINCE", "f8", "s", "state",
+     "server.repl_no_slaves_since: since when no replica is connected; -1 = one is"),
+    ("F", "REPL_NEXT", "f8", "s", "state",
+     "the earliest time a replica needs the main thread (a PSYNC, a load's end, "
+     "room in a socket); the poll wakes for it, s"),
+    ("F", "REPL_CHILD_T0", "f8", "s", "state", "diskless: when the child began its RDB, s"),
+    ("F", "REPL_CHILD_BPS", "f8", "B/s", "state",
+     "diskless: the child's RDB serialisation rate, B/s"),
+    ("rp", "state", "i8", "-", "state", "the replica's state (state.RS_*)"),
+    ("rp", "t_next", "f8", "s", "state",
+     "connecting: when its PSYNC arrives; loading: when the load ends; else inf"),
+    ("rp", "bw", "f8", "B/s", "config", "link-bandwidth, B/s"),
+    ("rp", "rate", "f8", "B/s", "config", "the stream's drain: min(link, apply-rate), B/s"),
+    ("rp", "rtt", "f8", "s", "config", "round trip to the replica, s"),
+    ("rp", "load", "f8", "B/s", "config", "load-rate: RDB bytes the replica loads per s"),
+    ("rp", "sndbuf", "i8", "B", "config", "the primary's socket send buffer to it, B"),
+    ("rp", "sent", "i8", "B", "state",
+     "the stream offset handed to its socket (its place in the buffer is the byte after)"),
+    ("rp", "wire", "i8", "B", "state", "the stream offset the link has delivered"),
+    ("rp", "t_wire", "f8", "s", "state", "when wire (or bulk_wire) was last brought up to date"),
+    ("rp", "t_rx", "f8", "s", "state", "when the replica last received a byte, s"),
+    ("rp", "psync", "i8", "B", "state",
+     "the offset its next PSYNC asks for (its last byte + 1); 0 = none (PSYNC ? -1)"),
+    ("rp", "init_off", "i8", "B", "state",
+     "psync_initial_offset: master_repl_offset at its full sync's fork"),
+    ("rp", "bulk_sent", "i8", "B", "state", "RDB bytes handed to its socket"),
+    ("rp", "bulk_wire", "i8", "B", "state", "RDB bytes the link has delivered"),
+    ("rp", "soft_since", "f8", "s", "state",
+     "obuf_soft_limit_reached_time (whole s); -1 = under the soft limit"),
+    ("rp", "t_psync", "f8", "s", "state", "when its PSYNC arrived (lastinteraction), s"),
+    ("wf", "W_CPU_REPL", "f8", "s", "cpu",
+     "writing the stream and full syncs' RDB to replicas"),
+    ("wi", "WI_SYNC_FULL", "i8", "-", "count", "full resyncs (sync_full's increase)"),
+    ("wi", "WI_REPL_DROPS", "i8", "-", "count",
+     "replicas closed for client-output-buffer-limit in the window"),
+    ("wi", "WI_REPL_BUF", "i8", "B", "gauge",
+     "mem_total_replication_buffers at the window's end, B"),
+    ("wi", "WI_REPL_OFFSET", "i8", "B", "gauge", "master_repl_offset at the window's end, B"),
+    ("wi", "WI_REPL_CONNECTED", "i8", "-", "gauge",
+     "connected_slaves (replicas not reconnecting) at the window's end"),
+    ("wi", "WI_REPL_ONLINE", "i8", "-", "gauge", "replicas online and streaming"),
+    ("wi", "WI_REPL_LAG", "i8", "B", "gauge",
+     "the largest stream backlog of a replica with a place in the buffer "
+     "(master_repl_offset − what it received), B"),
+    ("rc", "repl", "f8", "-", "record",
+     "one row of REPL_FIELDS per replica event (model/replication.py)"),
+)
+
+PROTO_IOBUF_LEN = 16_384  # a full sync's RDB goes 16 KB per read + write
+PING_BYTES = 14  # *1\r\n$4\r\nPING\r\n
+HANDSHAKE_RTTS = 4.5  # connect, PING, REPLCONF listening-port, REPLCONF capa, PSYNC
+
+# rc_repl's event column.
+RE_FULL = 0  # PSYNC answered +FULLRESYNC (or waits for a fork to send it)
+RE_PARTIAL = 1  # PSYNC answered +CONTINUE
+RE_FORK = 2  # the BGSAVE for the sync forked; detail: the RDB's bytes
+RE_RDB_DONE = 3  # the whole RDB is on the replica; detail: when its load ends
+RE_ONLINE = 4  # loaded: the buffered stream starts to flow
+RE_DROP_HARD = 5  # closed: output buffer at the hard limit; detail: usage
+RE_DROP_SOFT = 6  # closed: at the soft limit for longer than its seconds
+RE_TIMEOUT = 7  # the replica dropped the link after repl-timeout without data
+RE_NAMES = ("full_resync", "partial_resync", "fork", "rdb_transferred", "online",
+            "dropped_hard_limit", "dropped_soft_limit", "timeout")
+
+
+@step
+def record(w, r, event, detail):
+    """One row of the replication event log: time, replica, event, offset, detail."""
+    n = w.I[N_REPL_REC]
+    if n < MAX_REPL_REC:
+        row = n * N_REPL_FIELDS
+        w.rc_repl[row + 0] = w.F[T]
+        w.rc_repl[row + 1] = r
+        w.rc_repl[row + 2] = event
+        w.rc_repl[row + 3] = w.I[REPL_OFFSET]
+        w.rc_repl[row + 4] = detail
+    w.I[N_REPL_REC] = n + 1
+
+
+NOREPLICAS_REPLY_BYTES = len("-NOREPLICAS Not enough good replicas to write.\r\n")
+
+
+@leaf
+def refuses_write(w, c):
+    """``processCommand``'s min-replicas check for connection c's next command:
+    True (and its -NOREPLICAS reply set) if it is a write and too few replicas
+    are good."""
+    I = w.I
+    if I[MIN_REPLICAS] == 0 or not w.tb_cmd_write[w.cn_next_cmd[c]] or \
+            I[GOOD_REPLICAS] >= I[MIN_REPLICAS]:
+        return False
+    w.cn_next_reply[c] = NOREPLICAS_REPLY_BYTES
+    I[STAT_NOREPLICAS] += 1
+    groups.failed(w, w.rq_group[w.cn_req[c]], w.F[T])
+    return True
+
+
+@leaf
+def refresh_good_replicas(w):
+    """``refreshGoodSlavesCount``."""
+    good = 0
+    for r in range(w.I[REPL_N]):
+        if w.rp_state[r] >= RS_LOADING:
+            good += 1
+    w.I[GOOD_REPLICAS] = good
+
+
+# ---- the links -------------------------------------------------------------------
+
+
+@leaf
+def advance_link(w, r, sent, wire, rate, t):
+    """Bring the link's delivered offset up to time t: it carries ``rate`` B/s
+    of what the socket holds (``sent − wire``). Returns the new wire; updates
+    ``t_wire`` (whole bytes only, so no fraction is lost) and ``t_rx``."""
+    if wire >= sent:
+        w.rp_t_wire[r] = t
+        return wire
+    moved = int((t - w.rp_t_wire[r]) * rate)
+    if wire + moved >= sent:
+        w.rp_t_rx[r] = w.rp_t_wire[r] + (sent - wire) / rate
+        w.rp_t_wire[r] = t
+        return sent
+    w.rp_t_wire[r] += moved / rate
+    w.rp_t_rx[r] = w.rp_t_wire[r]
+    return wire + moved
+
+
+@step
+def write_stream(w, r, t):
+    """``writeToClient`` for an online replica: hand the socket what it has room
+    for. Returns the main thread's cost and when the next write could go."""
+    F = w.F
+    rate = w.rp_rate[r]
+    sent = w.rp_sent[r]
+    wire = advance_link(w, r, sent, w.rp_wire[r], rate, t)
+    w.rp_wire[r] = wire
+    off = w.I[REPL_OFFSET]
+    n = min(off - sent, w.rp_sndbuf[r] - (sent - wire))
+    cost = 0.0
+    if n > 0:
+        sent += n
+        w.rp_sent[r] = sent
+        cost = F[C_WRITE] + F[C_WRITE_B] * n
+    wake = math.inf
+    if off > sent:  # more to write: when the socket is half empty again
+        wake = w.rp_t_wire[r] + max(sent - wire - w.rp_sndbuf[r] // 2, 0) / rate
+    return cost, wake
+
+
+@step
+def write_bulk(w, r, t):
+    """``sendBulkToSlave`` (disk-based) or ``rdbPipeReadHandler`` (diskless):
+    one 16 KB chunk of the RDB, if the socket has room and (diskless) the child
+    has made it. Returns the main thread's cost and when to look again."""
+    F = w.F
+    I = w.I
+    bw = w.rp_bw[r]
+    total = I[REPL_RDB_B]
+    sent = w.rp_bulk_sent[r]
+    wire = advance_link(w, r, sent, w.rp_bulk_wire[r], bw, t)
+    w.rp_bulk_wire[r] = wire
+    if wire >= total:  # the whole file is on the replica: it loads it
+        done = w.rp_t_rx[r] if total > 0 else t
+        w.rp_state[r] = RS_LOADING
+        w.rp_t_next[r] = done + total / w.rp_load[r]
+        record(w, r, RE_RDB_DONE, w.rp_t_next[r])
+        return 0.0, w.rp_t_next[r]
+    made = total
+    if w.rp_state[r] == RS_BGSAVE:  # diskless: what the child has serialised so far
+        made = min(total, int((t - F[REPL_CHILD_T0]) * F[REPL_CHILD_BPS]))
+    n = min(PROTO_IOBUF_LEN, made - sent, w.rp_sndbuf[r] - (sent - wire))
+    cost = 0.0
+    if n > 0:
+        sent += n
+        w.rp_bulk_sent[r] = sent
+        cost = F[C_READ] + F[C_READ_B] * n + F[C_WRITE] + F[C_WRITE_B] * n
+    if sent >= total:  # all handed over: look again when the link has carried it
+        return cost, w.rp_t_wire[r] + (total - wire) / bw
+    need = min(PROTO_IOBUF_LEN, total - sent)
+    wake = w.rp_t_wire[r] + max(sent + need - wire - w.rp_sndbuf[r], 0) / bw
+    if w.rp_state[r] == RS_BGSAVE:
+        wake = max(wake, F[REPL_CHILD_T0] + (sent + need) / F[REPL_CHILD_BPS])
+    return cost, wake
+
+
+# ---- dropping, PSYNC and full syncs ---------------------------------------------------
+
+
+@leaf
+def next_cron_tick(t):
+    """The replica's next replicationCron after time t: the next whole second."""
+    return math.floor(t) + 1.0
+
+
+@step
+def drop(w, r, event, detail):
+    """``freeClient`` of replica r (the primary closed it, or it dropped the
+    link): it will reconnect and ask for what it has."""
+    F = w.F
+    I = w.I
+    t = F[T]
+    st = w.rp_state[r]
+    base = t
+    if st == RS_ONLINE:
+        w.rp_psync[r] = w.rp_wire[r] + 1
+    elif st == RS_LOADING:  # it finishes the load, then finds the link closed
+        w.rp_psync[r] = w.rp_init_off[r] + 1
+        base = w.rp_t_next[r]
+    else:  # the transfer was cut: its old data was discarded at +FULLRESYNC
+        w.rp_psync[r] = 0
+    w.rp_state[r] = RS_CONNECTING
+    w.rp_t_next[r] = next_cron_tick(base) + HANDSHAKE_RTTS * w.rp_rtt[r]
+    w.rp_soft_since[r] = -1.0
+    record(w, r, event, detail)
+    if event == RE_DROP_HARD or event == RE_DROP_SOFT:
+        I[STAT_REPL_OBUF_DROPS] += 1
+        count(w, WI_REPL_DROPS, t, 1)
+    if st == RS_BGSAVE and I[CHILD_SOCKET]:
+        # rdbPipeReadHandler: "Diskless rdb transfer, last replica dropped,
+        # killing fork child." The child exits now; serverCron reaps it.
+        for q in range(I[REPL_N]):
+            if w.rp_state[q] == RS_BGSAVE:
+                return
+        F[CHILD_END] = t
+
+
+@step
+def start_bgsave(w, socket):
+    """``startBgsaveForReplication``: fork for every replica waiting for one;
+    they get ``+FULLRESYNC`` with the offset of the fork."""
+    F = w.F
+    I = w.I
+    if not redis_fork(w, CHILD_RDB):
+        return
+    I[REPL_CHILD] = 1
+    I[REPL_RDB_B] = I[CHILD_FILE_B]
+    if socket:  # rdbSaveToSlavesSockets: no file, the child's end is its transfer's
+        I[CHILD_SOCKET] = 1
+        I[CHILD_CHUNKS] = 0
+        F[CHILD_END] = math.inf
+        F[REPL_CHILD_T0] = F[T]
+        F[REPL_CHILD_BPS] = I[REPL_RDB_B] * F[CHILD_KEY_RATE] / max(I[KS_KEYS], 1)
+    off = I[REPL_OFFSET]
+    for r in range(I[REPL_N]):
+        if w.rp_state[r] == RS_WAIT_BGSAVE:
+            w.rp_state[r] = RS_BGSAVE
+            w.rp_init_off[r] = off
+            w.rp_sent[r] = off
+            w.rp_wire[r] = off
+            w.rp_bulk_sent[r] = 0
+            w.rp_bulk_wire[r] = 0
+            w.rp_t_wire[r] = F[T]
+            record(w, r, RE_FORK, I[REPL_RDB_B])
+
+
+@step
+def psync(w, r):
+    """``syncCommand``: replica r's PSYNC has arrived. A partial resync if its
+    offset is in the backlog's window, else a full sync."""
+    F = w.F
+    I = w.I
+    t = F[T]
+    p = w.rp_psync[r]
+    w.rp_t_psync[r] = t
+    w.rp_t_next[r] = math.inf
+    if I[REPL_BACKLOG] and p > 0:
+        first, hist = backlog_window(w)
+        if first <= p <= first + hist:  # masterTryPartialResynchronization
+            I[STAT_SYNC_PARTIAL_OK] += 1
+            w.rp_state[r] = RS_ONLINE
+            w.rp_sent[r] = p - 1
+            w.rp_wire[r] = p - 1
+            w.rp_t_wire[r] = t
+            w.rp_t_rx[r] = t
+            record(w, r, RE_PARTIAL, p)
+            return
+    if p > 0:
+        I[STAT_SYNC_PARTIAL_ERR] += 1
+    I[STAT_SYNC_FULL] += 1
+    count(w, WI_SYNC_FULL, t, 1)
+    record(w, r, RE_FULL, p)
+    if not I[REPL_BACKLOG]:  # createReplicationBacklog: the first replica
+        create_backlog(w)
+    w.rp_state[r] = RS_WAIT_BGSAVE
+    if I[REPL_DISKLESS]:
+        return  # replicationCron forks after the delay
+    if I[CHILD] == CHILD_NONE:
+        start_bgsave(w, np.bool_(False))
+    elif I[CHILD] == CHILD_RDB and I[REPL_CHILD] and not I[CHILD_SOCKET]:
+        # Another replica's BGSAVE to disk is running: share it, with that
+        # replica's place in the buffer ("Waiting for end of BGSAVE for SYNC").
+        for q in range(I[REPL_N]):
+            if q != r and w.rp_state[q] == RS_BGSAVE:
+                w.rp_state[r] = RS_BGSAVE
+                w.rp_init_off[r] = w.rp_init_off[q]
+                w.rp_sent[r] = w.rp_sent[q]
+                w.rp_wire[r] = w.rp_sent[q]
+                w.rp_bulk_sent[r] = 0
+                w.rp_bulk_wire[r] = 0
+                w.rp_t_wire[r] = t
+                return
+
+
+@leaf
+def create_backlog(w):
+    """``createReplicationBacklog``: the stream is kept from the next byte on."""
+    I = w.I
+    I[REPL_BACKLOG] = 1
+    I[REPL_BASE] = I[REPL_OFFSET]
+    I[REPL_BL_BLOCK] = 0
+
+
+@step
+def check_limits(w, r, t):
+    """``checkClientOutputBufferLimits`` for replica r (``replica`` class)."""
+    I = w.I
+    usage = pending_usage(w, w.rp_sent[r])
+    if I[REPL_HARD] > 0 and usage >= I[REPL_HARD]:
+        drop(w, r, RE_DROP_HARD, usage)
+        return
+    if I[REPL_SOFT] > 0 and usage >= I[REPL_SOFT]:
+        now_s = math.floor(t)
+        if w.rp_soft_since[r] < 0.0:
+            w.rp_soft_since[r] = now_s
+        elif now_s - w.rp_soft_since[r] > I[REPL_SOFT_SECS]:
+            drop(w, r, RE_DROP_SOFT, usage)
+    else:
+        w.rp_soft_since[r] = -1.0
+
+
+@step
+def trim_backlog(w):
+    """7.x ``incrementalTrimReplicationBacklog``: let go of the backlog's first
+    blocks while no replica points at them and it keeps more than
+    ``repl-backlog-size`` without them (done in full at each beforeSleep)."""
+    I = w.I
+    tail = tail_block(w)
+    if tail < 0:
+        return
+    ref_min = tail
+    for r in range(I[REPL_N]):
+        if w.rp_state[r] >= RS_BGSAVE and w.rp_sent[r] < I[REPL_OFFSET]:
+            ref_min = min(ref_min, block_of(w, w.rp_sent[r] + 1))
+    bl = I[REPL_BL_BLOCK]
+    start = I[REPL_BASE] + bl * REPL_BLOCK_7  # the offset before the backlog's first byte
+    while bl < ref_min and I[REPL_OFFSET] - start - REPL_BLOCK_7 > I[REPL_BL_SIZE]:
+        bl += 1
+        start += REPL_BLOCK_7
+    I[REPL_BL_BLOCK] = bl
+
+
+@step
+def before_sleep(w):
+    """beforeSleep's replication work: replicas whose PSYNC or load end is due,
+    the output-buffer limits, one write to each replica, the backlog's trim."""
+    F = w.F
+    I = w.I
+    t = F[T]
+    cost = 0.0
+    wake = math.inf
+    for r in range(I[REPL_N]):
+        st = w.rp_state[r]
+        if st == RS_CONNECTING and w.rp_t_next[r] <= t:
+            psync(w, r)
+        elif st == RS_LOADING and w.rp_t_next[r] <= t:  # its first REPLCONF ACK
+            w.rp_state[r] = RS_ONLINE
+            w.rp_t_next[r] = math.inf
+            w.rp_wire[r] = w.rp_sent[r]
+            w.rp_t_wire[r] = t
+            w.rp_t_rx[r] = t
+            record(w, r, RE_ONLINE, w.rp_sent[r])
+        if w.rp_state[r] >= RS_BGSAVE:
+            check_limits(w, r, t)
+        st = w.rp_state[r]
+        if st == RS_ONLINE:
+            c, nxt = write_stream(w, r, t)
+        elif st == RS_SEND_BULK or (st == RS_BGSAVE and I[CHILD_SOCKET]):
+            c, nxt = write_bulk(w, r, t)
+        else:
+            c, nxt = 0.0, w.rp_t_next[r]
+        cost += c
+        wake = min(wake, nxt)
+    if I[CHILD_SOCKET] and I[REPL_CHILD] and F[CHILD_END] == math.inf:
+        # The diskless child exits once every transfer is complete.
+        done = True
+        for r in range(I[REPL_N]):
+            if w.rp_state[r] == RS_BGSAVE:
+                done = False
+        if done:
+            F[CHILD_END] = t
+    if I[REPL_BACKLOG] and not I[REDIS_62]:
+        trim_backlog(w)
+    refresh_good_replicas(w)
+    F[REPL_NEXT] = wake
+    if cost > 0.0:
+        busy(w, W_CPU_REPL, cost)
+
+
+@step
+def replication_cron(w):
+    """``replicationCron``, once a second from serverCron, and what
+    ``checkChildrenDone`` does for replicas when a full sync's child has exited."""
+    F = w.F
+    I = w.I
+    t = F[T]
+    if I[REPL_CHILD] and I[CHILD] == CHILD_NONE:  # updateSlavesWaitingBgsave
+        I[REPL_CHILD] = 0
+        for r in range(I[REPL_N]):
+            if w.rp_state[r] == RS_BGSAVE:  # disk-based: now send the file
+                w.rp_state[r] = RS_SEND_BULK
+                w.rp_t_wire[r] = t
+        if not I[REPL_DISKLESS]:
+            for r in range(I[REPL_N]):
+                if w.rp_state[r] == RS_WAIT_BGSAVE:
+                    start_bgsave(w, np.bool_(False))
+                    break
+    if t < F[REPL_CRON_WHEN]:
+        return
+    F[REPL_CRON_WHEN] = math.floor(t) + 1.0
+    connected = 0
+    waiting = 0
+    max_idle = -1.0
+    for r in range(I[REPL_N]):
+        st = w.rp_state[r]
+        if st != RS_CONNECTING:
+            connected += 1
+        if st == RS_WAIT_BGSAVE:
+            waiting += 1
+            max_idle = max(max_idle, math.floor(t) - math.floor(w.rp_t_psync[r]))
+        elif st == RS_ONLINE:  # the replica's own cron: repl-timeout without data
+            w.rp_wire[r] = advance_link(w, r, w.rp_sent[r], w.rp_wire[r], w.rp_rate[r], t)
+            if t - w.rp_t_rx[r] > F[REPL_TIMEOUT]:
+                I[STAT_REPL_TIMEOUTS] += 1
+                drop(w, r, RE_TIMEOUT, t - w.rp_t_rx[r])
+                connected -= 1
+    if connected > 0 and I[REPL_CRON_LOOPS] % I[REPL_PING_PERIOD] == 0:
+        feed(w, PING_BYTES)
+    if waiting > 0 and I[CHILD] == CHILD_NONE and (
+            not I[REPL_DISKLESS] or max_idle >= I[REPL_DELAY]):
+        start_bgsave(w, np.bool_(I[REPL_DISKLESS] == 1))
+    if connected == 0 and I[REPL_BACKLOG]:
+        if F[REPL_IDLE_SINCE] < 0.0:
+            F[REPL_IDLE_SINCE] = t
+        elif F[REPL_TTL] > 0.0 and t - F[REPL_IDLE_SINCE] > F[REPL_TTL]:
+            I[REPL_BACKLOG] = 0  # freeReplicationBacklog (and a new replication id)
+    elif connected > 0:
+        F[REPL_IDLE_SINCE] = -1.0
+    refresh_good_replicas(w)
+    I[REPL_CRON_LOOPS] += 1
+
+
+@step
+def snapshot(w, k):
+    """The replication gauges of window k (``gauges.snapshot_gauges``)."""
+    I = w.I
+    connected = 0
+    online = 0
+    lag = 0
+    for r in range(I[REPL_N]):
+        st = w.rp_state[r]
+        if st != RS_CONNECTING:
+            connected += 1
+        if st == RS_ONLINE:
+            online += 1
+        if st >= RS_BGSAVE:
+            lag = max(lag, I[REPL_OFFSET] - w.rp_wire[r])
+    w.rc_wi[cell(I, WI_REPL_BUF, k)] = replication_memory(w)
+    w.rc_wi[cell(I, WI_REPL_OFFSET, k)] = I[REPL_OFFSET]
+    w.rc_wi[cell(I, WI_REPL_CONNECTED, k)] = connected
+    w.rc_wi[cell(I, WI_REPL_ONLINE, k)] = online
+    w.rc_wi[cell(I, WI_REPL_LAG, k)] = lag
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def configure(b) -> None:
+    """The replicas (one row per replica of each ``replicas`` entry), the
+    backlog, ``client-output-buffer-limit replica``, the sync mode and delays,
+    ``repl-timeout``, ``repl-ping-replica-period``, ``repl-backlog-ttl``."""
+    from redsim.model import state as S
+    from redsim.model.blueprint import f64, i64
+
+    sc = b.scenario
+    server = sc.server
+    rows = [rep for rep in sc.replicas for _ in range(rep.count)]
+    n = len(rows)
+    b.I[S.REPL_ON] = 1 if n else 0
+    b.I[S.REPL_N] = n
+    b.I[S.REPL_BL_SIZE] = server.repl_backlog_size
+    hard, soft, secs = server.client_output_buffer_limit["replica"]
+    if hard and hard < server.repl_backlog_size and sc.redis_version != "6.2":
+        hard = server.repl_backlog_size  # 7.x: a replica's hard limit is at least the backlog
+    b.I[S.REPL_HARD], b.I[S.REPL_SOFT], b.I[S.REPL_SOFT_SECS] = hard, soft, secs
+    b.I[S.REPL_DISKLESS] = 1 if server.repl_diskless_sync else 0
+    b.I[S.REPL_DELAY] = server.repl_diskless_sync_delay
+    b.I[S.REPL_PING_PERIOD] = server.repl_ping_replica_period
+    b.F[S.REPL_TIMEOUT] = float(server.repl_timeout)
+    b.F[S.REPL_TTL] = float(server.repl_backlog_ttl)
+    b.F[S.REPL_CRON_WHEN] = 1.0
+    b.F[S.REPL_IDLE_SINCE] = -1.0
+    b.F[S.REPL_NEXT] = math.inf
+    if server.min_replicas_max_lag > 0:
+        b.I[S.MIN_REPLICAS] = server.min_replicas_to_write
+    online = [rep.start == "online" for rep in rows]
+    if any(online):
+        b.I[S.REPL_BACKLOG] = 1  # the replicas synced before the run: the backlog exists
+    b.I[S.GOOD_REPLICAS] = sum(online)
+    inf = math.inf
+    m = max(n, 1)
+
+    def col(values, fill, make):
+        return make(list(values) + [fill] * (m - n))
+
+    b.fill("rp",
+           state=col((S.RS_ONLINE if on else S.RS_CONNECTING for on in online), 0, i64),
+           t_next=col((inf if on else rep.connect_at + HANDSHAKE_RTTS * rep.rtt
+                       for on, rep in zip(online, rows, strict=True)), inf, f64),
+           bw=col((rep.link_bandwidth for rep in rows), 1.0, f64),
+           rate=col((min(rep.link_bandwidth, rep.apply_rate or inf) for rep in rows), 1.0, f64),
+           rtt=col((rep.rtt for rep in rows), 0.0, f64),
+           load=col((rep.load_rate for rep in rows), 1.0, f64),
+           sndbuf=col((rep.socket_buffer for rep in rows), 0, i64),
+           sent=np.zeros(m, np.int64), wire=np.zeros(m, np.int64), t_wire=np.zeros(m),
+           t_rx=np.zeros(m), psync=np.zeros(m, np.int64), init_off=np.zeros(m, np.int64),
+           bulk_sent=np.zeros(m, np.int64), bulk_wire=np.zeros(m, np.int64),
+           soft_since=np.full(m, -1.0), t_psync=np.zeros(m))
+    b.fill("rc", repl=np.zeros(S.MAX_REPL_REC * S.N_REPL_FIELDS))
+    if n and not any(online):
+        b.F[S.REPL_NEXT] = min(rep.connect_at for rep in rows)

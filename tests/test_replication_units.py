@@ -1,0 +1,166 @@
+"""The replication buffer's arithmetic and the PSYNC decision, hand-worked.
+
+Each test builds a small world with one replica, feeds a known number of
+stream bytes and calls one kernel step as Python (``python_kernel``), as
+``model/replication.py`` and ``model/replication_buffer.py`` describe Redis:
+
+- 7.x keeps the stream in blocks of 20 440 B of payload (16 KB asked for +
+  a 40-B header = the 20 480-B jemalloc class, less the header), and the
+  backlog lets go of its first block only while it would still hold more than
+  ``repl-backlog-size`` without it and no replica points at it
+  (``incrementalTrimReplicationBacklog``);
+- 6.2's backlog is a ring of exactly ``repl-backlog-size`` bytes;
+- a PSYNC for offset p is served from the backlog iff
+  first ≤ p ≤ first + histlen (``masterTryPartialResynchronization``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from redsim.model import replication, replication_buffer
+from redsim.model import state as S
+from tests.engine_helpers import tiny_world
+
+BS = 20_440  # a 7.x block's payload, B
+UNIT = 20_504  # a block's memory and usage: 20 480 + a 24-B node, or payload + 64 B
+
+
+def _world(version: str = "7.2", **server):
+    w, _ = tiny_world({
+        "redis-version": version,
+        "server": {"save": "", "repl-backlog-size": "16kb", **server},
+        "replicas": [{"link-bandwidth": "1gbit"}],
+        "clients": [{"kind": "closed", "processes": 1, "mix": {"GET": 1},
+                     "keyspace": {"keys": 10}}],
+    })
+    return w
+
+
+def _fed(w, total: int, replica_state: int = S.RS_CONNECTING, sent: int = 0):
+    """The stream fed up to offset ``total`` with the replica in ``replica_state``."""
+    w.rp_state[0] = replica_state
+    w.rp_sent[0] = sent
+    for _ in range(total // 1000):
+        replication_buffer.feed(w, 1000)
+    replication_buffer.feed(w, total % 1000)
+    assert int(w.I[S.REPL_OFFSET]) == total
+    if version_62(w):
+        return w
+    replication.trim_backlog(w)
+    return w
+
+
+def version_62(w) -> bool:
+    return bool(w.I[S.REDIS_62])
+
+
+@pytest.mark.usefixtures("python_kernel")
+def test_the_7x_backlog_keeps_whole_blocks_down_to_its_size():
+    # 110 000 B fed into blocks of 20 440: the tail is block 5 (bytes 102 201 ..
+    # 122 640). Trimming: without block 0 the backlog would hold 110 000 − 20 440
+    # = 89 560 > 16 384, so it goes; likewise blocks 1, 2, 3 (69 120, 48 680,
+    # 28 240 left). Without block 4 it would hold 28 240 − 20 440 = 7 800 ≤ 16 384:
+    # it stays. The backlog starts at byte 4 × 20 440 + 1 = 81 761 and holds
+    # 28 240 B, more than repl-backlog-size, as Redis's does.
+    w = _fed(_world(), 110_000)
+    assert int(w.I[S.REPL_BL_BLOCK]) == 4
+    assert replication_buffer.backlog_window(w) == (81_761, 28_240)
+    # Two blocks (4 and 5) of 20 504 B are mem_total_replication_buffers.
+    assert replication_buffer.replication_memory(w) == 2 * UNIT
+    # Eviction does not count what exceeds the backlog's size plus 64 B per
+    # 16 KB of it (+1): 41 008 − (16 384 + 2 × 64) = 24 496.
+    assert replication_buffer.not_counted(w) == 2 * UNIT - (16_384 + 2 * 64)
+
+
+@pytest.mark.usefixtures("python_kernel")
+def test_a_replica_that_lags_holds_the_backlog_back():
+    # The replica has been sent up to 30 000: its next byte, 30 001, is in block
+    # 1 (20 441 .. 40 880). The backlog may not let go of block 1, so it starts
+    # at 20 441 and the buffer is blocks 1..5: 5 × 20 504 B.
+    w = _fed(_world(), 110_000, S.RS_ONLINE, sent=30_000)
+    assert int(w.I[S.REPL_BL_BLOCK]) == 1
+    assert replication_buffer.backlog_window(w) == (20_441, 110_000 - 20_440)
+    assert replication_buffer.replication_memory(w) == 5 * UNIT
+    # Its output-buffer usage: blocks 1..5, each 20 440 + 64 B.
+    assert replication_buffer.pending_usage(w, 30_000) == 5 * UNIT
+
+
+def _psync(w, offset: int) -> str:
+    w.rp_state[0] = S.RS_CONNECTING
+    w.rp_psync[0] = offset
+    replication.psync(w, 0)
+    return "partial" if w.rp_state[0] == S.RS_ONLINE else "full"
+
+
+@pytest.mark.usefixtures("python_kernel")
+@pytest.mark.parametrize(("offset", "expected"), [
+    (81_761, "partial"),  # the backlog's first byte
+    (81_760, "full"),  # one byte before it
+    (110_001, "partial"),  # the next byte to be written: nothing to send
+    (110_002, "full"),  # beyond what the primary has
+])
+def test_psync_at_the_7x_backlog_boundary(offset, expected):
+    w = _fed(_world(), 110_000)
+    assert _psync(w, offset) == expected
+    if expected == "partial":
+        # +CONTINUE: the replica is online and is sent everything from its offset.
+        assert int(w.rp_sent[0]) == offset - 1
+        assert int(w.I[S.STAT_SYNC_PARTIAL_OK]) == 1
+        assert int(w.I[S.STAT_SYNC_FULL]) == 0
+    else:
+        # A full sync, counted as a refused partial since it asked for an offset;
+        # diskless (the default) waits for replicationCron's delay.
+        assert int(w.I[S.STAT_SYNC_PARTIAL_ERR]) == 1
+        assert int(w.I[S.STAT_SYNC_FULL]) == 1
+        assert int(w.rp_state[0]) == S.RS_WAIT_BGSAVE
+
+
+@pytest.mark.usefixtures("python_kernel")
+@pytest.mark.parametrize(("offset", "expected"), [
+    (110_000 - 16_384 + 1, "partial"),  # 93 617: the ring's oldest byte
+    (110_000 - 16_384, "full"),
+])
+def test_psync_at_the_62_backlog_boundary(offset, expected):
+    # 6.2's ring holds exactly the last repl-backlog-size bytes: 93 617 .. 110 000.
+    w = _fed(_world("6.2"), 110_000)
+    assert replication_buffer.backlog_window(w) == (93_617, 16_384)
+    assert _psync(w, offset) == expected
+
+
+@pytest.mark.usefixtures("python_kernel")
+def test_psync_without_an_offset_is_a_full_sync_not_a_refused_partial():
+    w = _fed(_world(), 110_000)
+    assert _psync(w, 0) == "full"  # PSYNC ? -1
+    assert int(w.I[S.STAT_SYNC_PARTIAL_ERR]) == 0
+    assert int(w.I[S.STAT_SYNC_FULL]) == 1
+
+
+@pytest.mark.usefixtures("python_kernel")
+def test_the_62_copies_count_per_replica_and_are_not_counted_for_eviction():
+    # 6.2: the backlog is one 16 KB allocation; the replica's own copy of its
+    # 30 000 unsent bytes takes ceil(30 000 / 20 464) = 2 nodes of 20 504 B.
+    w = _fed(_world("6.2"), 110_000, S.RS_ONLINE, sent=80_000)
+    assert replication_buffer.replication_memory(w) == 16_384 + 2 * UNIT
+    assert replication_buffer.not_counted(w) == 2 * UNIT
+
+
+@pytest.mark.usefixtures("python_kernel")
+def test_hard_limit_drops_the_replica_and_it_reconnects_at_the_next_second():
+    # client-output-buffer-limit replica 64kb 0 0 (above the 16 KB backlog, so 7.x
+    # does not raise it): 4 blocks (82 016 B) of usage pass 65 536, 3 (61 512) do not.
+    w = _world(**{"client-output-buffer-limit": "replica 64kb 0 0"})
+    w.F[S.T] = 12.25
+    _fed(w, 4 * BS, S.RS_ONLINE, sent=0)  # exactly blocks 0..3 unsent
+    w.rp_wire[0] = 1000  # the link has delivered 1 000 B of it
+    replication.check_limits(w, 0, 12.25)
+    assert int(w.rp_state[0]) == S.RS_CONNECTING
+    assert int(w.I[S.STAT_REPL_OBUF_DROPS]) == 1
+    # It asks for the byte after the last it received, at its next replicationCron
+    # (13 s) plus 4.5 round trips of the default 500 µs.
+    assert int(w.rp_psync[0]) == 1001
+    assert w.rp_t_next[0] == pytest.approx(13.0 + 4.5 * 0.0005)
+    w2 = _world(**{"client-output-buffer-limit": "replica 64kb 0 0"})
+    _fed(w2, 3 * BS, S.RS_ONLINE, sent=0)
+    replication.check_limits(w2, 0, 1.0)
+    assert int(w2.rp_state[0]) == S.RS_ONLINE
