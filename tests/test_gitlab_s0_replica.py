@@ -23,8 +23,8 @@ from tests.s0_runs import s0_results
 from tests.test_gitlab_s0 import (  # noqa: F401 (collected again, on these runs)
     SEEDS,
     test_every_replication_has_two_full_cycles_after_the_first,
-    test_memory_drops_300_to_500_mb_below_maxmemory,
     test_mem_tofree_mostly_16_to_64_kb_never_2_mb,
+    test_memory_drops_300_to_500_mb_below_maxmemory,
     test_perform_evictions_is_bimodal,
     test_phase1_not_saturated_for_7_to_15_minutes,
     test_phase2_evicting_and_saturated_for_6_to_8_seconds,
