@@ -784,6 +784,8 @@ def plot_fragmentation(ts: pd.DataFrame, utilisation: pd.DataFrame,
 
 
 REPLICATION_MARKS = {"full_resync": ("tab:red", "full resync"),
+                     "fork": ("tab:olive", "fork for the sync"),
+                     "online": ("tab:cyan", "loaded: streaming"),
                      "partial_resync": ("tab:green", "partial resync"),
                      "dropped_hard_limit": ("black", "dropped: hard limit"),
                      "dropped_soft_limit": ("0.4", "dropped: soft limit"),
@@ -798,7 +800,8 @@ def replication_figure(ts: pd.DataFrame, events: pd.DataFrame,
     (a) ``buffer``: ``mem_total_replication_buffers`` in MB with the replica
     class's output-buffer limits (``limits`` = hard, soft in bytes; 0 = none)
     as dashed lines, and each full resync, partial resync and drop of
-    ``events`` (``Result.replication``) as a vertical line; (b) ``replicas``:
+    ``events`` (``Result.replication``), with the forks and the ends of
+    loads, as a vertical line; (b) ``replicas``:
     replicas connected and online, and the largest stream backlog of a replica
     (MB, right axis). Absent columns are skipped.
     """
@@ -829,7 +832,7 @@ def replication_figure(ts: pd.DataFrame, events: pd.DataFrame,
     ax_rep.set_ylabel("replicas")
     lag = ax_rep.twinx()
     if "repl_max_lag_bytes" in ts.columns:
-        lag.plot(x, _col(ts, "repl_max_lag_bytes") * mb, color="tab:orange", linewidth=1.0,
+        lag.plot(x, _col(ts, "repl_max_lag_bytes") * mb, color="tab:brown", linewidth=1.0,
                  label="largest lag (MB, right)", **_marker(x))
     lag.set_ylabel("lag (MB)")
     handles = ax_rep.get_legend_handles_labels()
