@@ -753,6 +753,11 @@ def _replication_summary(w: S.World, ts: pd.DataFrame, table: pd.DataFrame) -> d
     return {
         "connected_slaves_end": sum(st != "connecting" for st in states),
         "replica_states_end": states,
+        # What each replica lacks at the end (master_repl_offset − what its link
+        # delivered), B; 0 for one reconnecting or waiting for its sync.
+        "replica_lag_bytes_end": [int(w.I[S.REPL_OFFSET] - w.rp_wire[r])
+                                  if int(w.rp_state[r]) >= S.RS_BGSAVE else 0
+                                  for r in range(n)],
         "master_repl_offset_end": int(w.I[S.REPL_OFFSET]),
         "sync_full": int(w.I[S.STAT_SYNC_FULL]),
         "sync_partial_ok": int(w.I[S.STAT_SYNC_PARTIAL_OK]),
@@ -760,7 +765,8 @@ def _replication_summary(w: S.World, ts: pd.DataFrame, table: pd.DataFrame) -> d
         "replica_obuf_disconnections": int(w.I[S.STAT_REPL_OBUF_DROPS]),
         "replica_timeouts": int(w.I[S.STAT_REPL_TIMEOUTS]),
         "noreplicas_rejected": int(w.I[S.STAT_NOREPLICAS]),
-        "mem_total_replication_buffers_peak": int(buf.max()),
+        # At its largest, before a beforeSleep's writes: between the samples.
+        "mem_total_replication_buffers_peak": max(int(w.I[S.REPL_BUF_PEAK]), int(buf.max())),
         "full_resync_interval_mean_s": (float(np.diff(full).mean()) if len(full) > 1
                                         else None),
     }

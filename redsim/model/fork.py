@@ -333,10 +333,11 @@ def fork_command(w):
 
 
 def forks_possible(scenario) -> bool:
-    """Whether the run can fork: save points, an AOF that may be rewritten, or events."""
+    """Whether the run can fork: save points, an AOF that may be rewritten,
+    events, or replicas (a full sync forks)."""
     server = scenario.server
     return bool(server.save or (server.appendonly and server.auto_aof_rewrite_percentage)
-                or scenario.events)
+                or scenario.events or scenario.replicas)
 
 
 def heap_huge(scenario) -> bool:

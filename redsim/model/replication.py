@@ -127,6 +127,7 @@ from redsim.model.state import (
     REPL_BASE,
     REPL_BL_BLOCK,
     REPL_BL_SIZE,
+    REPL_BUF_PEAK,
     REPL_CHILD,
     REPL_CHILD_BPS,
     REPL_CHILD_T0,
@@ -201,6 +202,8 @@ FIELDS = (
     ("I", "GOOD_REPLICAS", "i8", "-", "state",
      "server.repl_good_slaves_count: replicas loading or online"),
     ("I", "STAT_NOREPLICAS", "i8", "-", "counter", "write commands refused with -NOREPLICAS"),
+    ("I", "REPL_BUF_PEAK", "i8", "B", "counter",
+     "the largest mem_total_replication_buffers seen at a beforeSleep (before its writes), B"),
     ("F", "REPL_TIMEOUT", "f8", "s", "config", "repl-timeout, s"),
     ("F", "REPL_TTL", "f8", "s", "config", "repl-backlog-ttl, s (0 = never)"),
     ("F", "REPL_CRON_WHEN", "f8", "s", "state", "the next replicationCron, s"),
@@ -565,6 +568,7 @@ def before_sleep(w):
     t = F[T]
     cost = 0.0
     wake = math.inf
+    I[REPL_BUF_PEAK] = max(I[REPL_BUF_PEAK], replication_memory(w))
     for r in range(I[REPL_N]):
         st = w.rp_state[r]
         if st == RS_CONNECTING and w.rp_t_next[r] <= t:
