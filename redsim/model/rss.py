@@ -16,8 +16,10 @@ Follows ``src/server.c:cronUpdateMemoryStats`` (``zmalloc_get_rss``,
 
 Every allocation of the keyspace (keys, values, TTL entries, bucket arrays) and
 Redis's own startup allocations are placed in the arena (``arena.py``). Client
-structs and buffers and the AOF buffer are not: they count as allocated and
-active at their ``used_memory`` bytes, with no slab waste of their own.
+structs and buffers, the AOF buffer and the replication buffer are not: they
+count as allocated and active at their ``used_memory`` bytes, with no slab
+waste of their own (the replication buffer's blocks fill their 20 480-B size
+class exactly), and what they free leaves the RSS at once.
 
 Deviations: RSS outside jemalloc is a constant, measured on Debian's 7.0.15
 (7.7 MB: RSS − ``allocator_resident`` of an empty server; it grew 0.5 MB with
@@ -32,6 +34,7 @@ from __future__ import annotations
 from redsim.model.arena import EXTENT_META, PAGE, STARTUP_RESIDENT
 from redsim.model.jit import leaf
 from redsim.model.memory import clients_memory
+from redsim.model.replication_buffer import replication_memory
 from redsim.model.state import (
     AL_ALLOCATED,
     AL_EXTENTS,
@@ -39,6 +42,7 @@ from redsim.model.state import (
     AL_PAGES_ACTIVE,
     AL_PAGES_DIRTY,
     AOF_BUF,
+    REPL_BACKLOG,
     RSS_BASE,
 )
 
@@ -63,7 +67,9 @@ minus ``allocator_resident`` 4.50 MB, two starts on this project's VM."""
 @leaf
 def untracked(w):
     """Bytes of ``used_memory`` not placed in the arena: client structs and
-    buffers, the AOF buffer."""
+    buffers, the AOF buffer, the replication buffer."""
+    if w.I[REPL_BACKLOG]:
+        return clients_memory(w) + w.I[AOF_BUF] + replication_memory(w)
     return clients_memory(w) + w.I[AOF_BUF]
 
 
