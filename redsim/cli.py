@@ -119,6 +119,27 @@ def summary_table(summary: dict) -> str:
              + _fmt_s(summary["latest_fork_usec"] * 1e-6)),
             ("copy-on-write peak", f"{summary['cow_peak_bytes'] / 2**20:,.1f} MB"),
         ]
+    if summary.get("replica_states_end"):
+        rows += [
+            ("  replication", f"{summary['cpu_repl_share']:.1%}"),
+            ("replicas at the end", ", ".join(
+                f"{st} ({lag / 2**20:,.1f} MB behind)" if st not in ("connecting", "wait_bgsave")
+                else st for st, lag in zip(summary["replica_states_end"],
+                                           summary["replica_lag_bytes_end"], strict=True))),
+            ("full / partial resyncs (refused partial)",
+             f"{summary['sync_full']:,} / {summary['sync_partial_ok']:,} "
+             f"({summary['sync_partial_err']:,})"),
+            ("replicas dropped: output buffer / timeout",
+             f"{summary['replica_obuf_disconnections']:,} / {summary['replica_timeouts']:,}"),
+            ("replication buffer peak",
+             f"{summary['mem_total_replication_buffers_peak'] / 2**20:,.1f} MB"),
+        ]
+        if summary.get("full_resync_interval_mean_s"):
+            rows.append(("full resyncs every (mean)",
+                         _fmt_s(summary["full_resync_interval_mean_s"])))
+        if summary.get("noreplicas_rejected"):
+            rows.append(("writes refused with -NOREPLICAS",
+                         f"{summary['noreplicas_rejected']:,}"))
     if summary.get("active_defrag_scanned"):
         rows += [
             ("  active defrag", f"{summary['cpu_defrag_share']:.1%}"),
