@@ -5,11 +5,11 @@ def test_no_burst_at_peak(redsim):
     redsim.assert_no_burst("scenarios/our-cache.yaml", set=["clients[0].rate=40k/s"])
 ```
 
-The fixture offers ``run``, ``assert_no_burst``, ``assert_burst`` and
-``headroom`` from ``redsim.testing`` with a run cache in pytest's cache
-directory (``.pytest_cache/d/redsim``): runs are keyed by scenario hash, seed
-and model version, so a test suite re-run after an unrelated change reads
-them from disk. ``pytest --redsim-no-cache`` runs everything afresh;
+The fixture offers ``run``, ``assert_no_burst``, ``assert_burst``,
+``assert_replicas_keep_up`` and ``headroom`` from ``redsim.testing`` with a
+run cache in pytest's cache directory (``.pytest_cache/d/redsim``): runs are
+keyed by scenario hash, seed and model version, so a test suite re-run after
+an unrelated change reads them from disk. ``pytest --redsim-no-cache`` runs everything afresh;
 ``pytest --cache-clear`` empties it.
 """
 
@@ -43,5 +43,6 @@ def redsim(redsim_cache):
     from redsim import testing
 
     bound = {name: partial(getattr(testing, name), cache=redsim_cache)
-             for name in ("run", "assert_no_burst", "assert_burst", "headroom")}
+             for name in ("run", "assert_no_burst", "assert_burst", "assert_replicas_keep_up",
+                          "headroom")}
     return SimpleNamespace(cache=redsim_cache, **bound)

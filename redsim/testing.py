@@ -1,11 +1,14 @@
 """Burst / no-burst assertions for a capacity planner's own test suite.
 
 ```python
-from redsim.testing import assert_burst, assert_no_burst, headroom
+from redsim.testing import assert_burst, assert_no_burst, assert_replicas_keep_up, headroom
 
 def test_our_cache_survives_black_friday():
     assert_no_burst("scenarios/our-cache.yaml", set=["clients[0].rate=40k/s"],
                     seeds=(1, 2, 3))
+
+def test_the_replica_survives_a_full_sync_at_peak():
+    assert_replicas_keep_up("scenarios/our-cache.yaml", set=["clients[0].rate=40k/s"])
 
 def test_cpu_headroom_is_at_least_20_percent():
     h = headroom("scenarios/our-cache.yaml", "engine.cpu.scale", to=2.0)
@@ -253,6 +256,53 @@ def assert_burst(scenario: ScenarioLike, *, seeds: Iterable[int] | None = None,
     return runs
 
 
+def assert_replicas_keep_up(scenario: ScenarioLike, *, seeds: Iterable[int] | None = None,
+                            set: Sequence[str] = (), duration: Any = None,  # noqa: A002
+                            max_lag: int | str | None = None,
+                            cache: RunCache | str | os.PathLike[str] | None = None
+                            ) -> list[Run]:
+    """Fail if, in any run (one per seed), a replica falls out of sync: dropped
+    for ``client-output-buffer-limit`` or ``repl-timeout``, a full sync beyond
+    the one each ``start: full-sync`` replica asks for at the start, or a
+    replica not online at the end — or, with ``max_lag`` (bytes, or a size such
+    as ``"64mb"``), one that lacks more than that of the stream at the end.
+    Returns the runs."""
+    from redsim.config.units import parse_size
+
+    lag_limit = None if max_lag is None else parse_size(max_lag)
+    runs = _runs(scenario, seeds, set, duration, cache)
+    for r in runs:
+        s = r.summary
+        states = s.get("replica_states_end") or []
+        if not states:
+            raise ValueError(f"{r.name}: no replicas (add `replicas:` to the scenario)")
+        expected_full = sum(rep.count for rep in r.scenario.replicas if rep.start == "full-sync")
+        hard, soft, secs = r.scenario.server.client_output_buffer_limit["replica"]
+        why = []
+        if s["replica_obuf_disconnections"]:
+            why.append(f"{s['replica_obuf_disconnections']} dropped for "
+                       f"client-output-buffer-limit replica {hard / 2**20:,.0f}mb "
+                       f"{soft / 2**20:,.0f}mb {secs} (the replication buffer peaked at "
+                       f"{s['mem_total_replication_buffers_peak'] / 2**20:,.1f} MB)")
+        if s["replica_timeouts"]:
+            why.append(f"{s['replica_timeouts']} link(s) dropped after repl-timeout")
+        if s["sync_full"] > expected_full:
+            every = s.get("full_resync_interval_mean_s")
+            why.append(f"{s['sync_full']} full syncs ({expected_full} expected)"
+                       + (f", one every {every:.1f} s" if every else ""))
+        if any(st != "online" for st in states):
+            why.append("at the end: " + ", ".join(states))
+        lags = s.get("replica_lag_bytes_end") or []
+        if lag_limit is not None and lags and max(lags) > lag_limit:
+            why.append(f"at the end a replica lacks {max(lags) / 2**20:,.1f} MB of the stream "
+                       f"(max_lag {lag_limit / 2**20:,.1f} MB)")
+        if why:
+            raise AssertionError(f"{r.name}: the replicas did not keep up: " + "; ".join(why)
+                                 + f" (sync_partial_ok {s['sync_partial_ok']}, "
+                                   f"sync_partial_err {s['sync_partial_err']})")
+    return runs
+
+
 @dataclass
 class Headroom:
     """How far a field can move before bursts appear.
@@ -346,5 +396,6 @@ def headroom(scenario: ScenarioLike, path: str, *, to: float, seeds: Iterable[in
     return Headroom(path, current, to, br.a, br.b, criterion, threshold, probs)
 
 
-__all__ = ["Headroom", "Run", "RunCache", "assert_burst", "assert_no_burst", "headroom", "run"]
+__all__ = ["Headroom", "Run", "RunCache", "assert_burst", "assert_no_burst",
+           "assert_replicas_keep_up", "headroom", "run"]
 

@@ -169,3 +169,23 @@ def test_7x_raises_a_replica_hard_limit_to_the_backlog():
     behind = (6545 * BLOCK + 4 * 1024**2)
     assert drop["time"] == pytest.approx(behind / (STREAM - 100e6 / 8), rel=0.03)
     assert drop["detail"] >= 128 * 1024**2
+
+
+def test_assert_replicas_keep_up_names_the_drops_and_passes_a_sync_that_fits(tmp_path):
+    from redsim.testing import assert_replicas_keep_up
+
+    loop = {"name": "loop", "duration": 25, "seed": 3,
+            "server": {"save": "", "client-output-buffer-limit": "replica 64mb 0 0"},
+            "clients": [{"name": "writers", "kind": "open", "rate": RATE, "processes": 20,
+                         "pool": {"max-size": 16}, "mix": {"SET": 1}, "key-size": 16,
+                         "value-size": 1000,
+                         "keyspace": {"keys": 400_000, "distribution": "uniform",
+                                      "preload": 1.0}}],
+            "replicas": [{"link-bandwidth": "400mbit", "start": "full-sync"}]}
+    # The 64 MB limit: dropped 3.2 s after each fork (the loop above).
+    with pytest.raises(AssertionError, match=r"loop.*dropped for client-output-buffer-limit "
+                                             r"replica 64mb 0mb 0.*full syncs \(1 expected\)"):
+        assert_replicas_keep_up(loop, cache=tmp_path)
+    # 512 MB holds the ~211 MB of a whole sync: online and caught up at 25 s.
+    assert_replicas_keep_up(loop, set=["server.client-output-buffer-limit=replica 512mb 0 0"],
+                            max_lag="4mb", cache=tmp_path)
