@@ -30,6 +30,7 @@ from redsim.config.directives import (
     ANSWER_CHANGING,
     DIRECTIVE_ALIASES,
     MODELLED_DIRECTIVES,
+    MULTI_ARG_DIRECTIVES,
     NOT_YET_MODELLED,
 )
 from redsim.config.errors import (
@@ -540,8 +541,8 @@ def _merge_redis_conf(data: dict[Any, Any], base: Path, ctx: _Context) -> None:
             continue
         ctx.conf[name] = (directive.file, directive.line)
         if name in MODELLED_DIRECTIVES:
-            merged[name] = (" ".join(directive.args)
-                            if name in ("save", "client-output-buffer-limit")
+            # A list directive's arguments are one value (save, client-output-buffer-limit).
+            merged[name] = (" ".join(directive.args) if name in MULTI_ARG_DIRECTIVES
                             else directive.args[0])
         else:
             unmodelled[name] = " ".join(quote_arg(a) for a in directive.args)

@@ -52,7 +52,8 @@ _PER_LINE = frozenset({"user", "loadmodule", "sentinel"})
 # Standard multi-argument configs: a single non-empty argument is split again, so
 # `save "3600 1 300 100"` works (config.c, MULTI_ARG_CONFIG handling).
 _RESPLIT = MULTI_ARG_DIRECTIVES - {"include", "rename-command", "user", "loadmodule", "sentinel"}
-_OBUF_CLASSES = {"normal": "normal", "replica": "replica", "slave": "replica", "pubsub": "pubsub"}
+OBUF_CLASSES = {"normal": "normal", "replica": "replica", "slave": "replica", "pubsub": "pubsub"}
+"""client-output-buffer-limit's client classes (``slave`` is ``replica``'s old name)."""
 _BAD_DIRECTIVE = "Bad directive or wrong number of arguments"
 
 # Builds the error for the line being read: (expected, found, hint) -> error.
@@ -283,7 +284,7 @@ class _ConfState:
                 "Wrong number of arguments in buffer limit configuration.",
             )
         for j in range(0, len(args), 4):
-            cls = _OBUF_CLASSES.get(args[j].lower())
+            cls = OBUF_CLASSES.get(args[j].lower())
             if cls is None:
                 raise fail(
                     "a client class (normal, replica or pubsub)",
@@ -328,7 +329,7 @@ def _obuf_limits(args: list[str]) -> dict[str, list[str]] | None:
         return None
     out: dict[str, list[str]] = {}
     for j in range(0, len(args), 4):
-        cls = _OBUF_CLASSES.get(args[j].lower())
+        cls = OBUF_CLASSES.get(args[j].lower())
         if cls is None:
             return None
         out[cls] = args[j + 1 : j + 4]

@@ -39,9 +39,10 @@ from redsim.config.directives import (
     DIRECTIVE_ALIASES,
     KNOWN_REDIS_DIRECTIVES,
     MODELLED_DIRECTIVES,
+    REDIS_DEFAULTS,
 )
 from redsim.config.errors import BadValue, did_you_mean, show, show_path
-from redsim.config.redis_conf import quote_arg
+from redsim.config.redis_conf import OBUF_CLASSES, quote_arg
 from redsim.config.units import (
     MAX_DURATION_S,
     parse_bandwidth,
@@ -133,42 +134,6 @@ def _backlog_size(v: Any) -> int:
     return size
 
 
-OBUF_CLASSES = {"normal": "normal", "replica": "replica", "slave": "replica",
-                "pubsub": "pubsub"}
-"""client-output-buffer-limit's class names (``slave`` is ``replica``'s old name)."""
-OBUF_DEFAULTS: dict[str, tuple[int, int, int]] = {
-    "normal": (0, 0, 0), "replica": (256 * 1024**2, 64 * 1024**2, 60),
-    "pubsub": (32 * 1024**2, 8 * 1024**2, 60)}
-"""Redis's default limits (hard B, soft B, soft seconds) per class (``src/config.c``)."""
-
-
-def parse_obuf_limits(v: Any) -> dict[str, tuple[int, int, int]]:
-    """Parse ``client-output-buffer-limit``: redis.conf's text (``replica 256mb
-    64mb 60``, several classes in one line allowed), or a mapping ``{replica:
-    "256mb 64mb 60"}``; classes not given keep Redis's defaults."""
-    expected = ("CLASS HARD SOFT SOFT-SECONDS groups, CLASS normal, replica "
-                "(or slave) or pubsub: e.g. \"replica 256mb 64mb 60\"")
-    if isinstance(v, dict):
-        words: list[str] = []
-        for key, limits in v.items():
-            words += [str(key), *str(_directive_text(limits)).split()]
-    elif isinstance(v, str):
-        words = v.split()
-    else:
-        raise BadValue(expected, show(v))
-    if not words or len(words) % 4:
-        raise BadValue(expected, show(v))
-    out = dict(OBUF_DEFAULTS)
-    for j in range(0, len(words), 4):
-        cls = OBUF_CLASSES.get(words[j].lower())
-        if cls is None:
-            raise BadValue(expected, show(words[j]))
-        hard, soft = parse_size(words[j + 1]), parse_size(words[j + 2])
-        secs = parse_int(words[j + 3], minimum=0, maximum=INT_MAX)
-        out[cls] = (hard, soft, secs)
-    return out
-
-
 Bool = Annotated[bool, _v(parse_bool)]
 Bytes = Annotated[int, _v(parse_size)]
 Seconds = Annotated[float, _v(parse_duration)]
@@ -184,6 +149,50 @@ PositiveInt = Annotated[int, _v(parse_int, minimum=1)]
 # field instead of a MemoryError or an out-of-memory kill minutes later.
 INT_MAX = 2**31 - 1
 """C's INT_MAX: the upper bound Redis's config.c gives most integer directives."""
+
+
+_OBUF_EXPECTED = ("CLASS HARD SOFT SOFT-SECONDS groups, CLASS normal, replica "
+                  "(or slave) or pubsub: e.g. \"replica 256mb 64mb 60\"")
+
+
+def _obuf_table(words: list[str], base: dict[str, tuple[int, int, int]],
+                original: Any) -> dict[str, tuple[int, int, int]]:
+    """``base`` with the (hard B, soft B, soft seconds) of each class ``words``
+    (redis.conf's arguments) give."""
+    if not words or len(words) % 4:
+        raise BadValue(_OBUF_EXPECTED, show(original))
+    out = dict(base)
+    for j in range(0, len(words), 4):
+        cls = OBUF_CLASSES.get(words[j].lower())
+        if cls is None:
+            raise BadValue(_OBUF_EXPECTED, show(words[j]))
+        hard, soft = parse_size(words[j + 1]), parse_size(words[j + 2])
+        secs = parse_int(words[j + 3], minimum=0, maximum=INT_MAX)
+        out[cls] = (hard, soft, secs)
+    return out
+
+
+OBUF_DEFAULTS = _obuf_table(REDIS_DEFAULTS["client-output-buffer-limit"].split(), {},
+                            REDIS_DEFAULTS["client-output-buffer-limit"])
+"""Redis's limits (hard B, soft B, soft seconds) per client class, from
+``REDIS_DEFAULTS`` (``src/config.c``)."""
+
+
+def parse_obuf_limits(v: Any) -> dict[str, tuple[int, int, int]]:
+    """Parse ``client-output-buffer-limit``: redis.conf's text (``replica 256mb
+    64mb 60``, several classes in one line allowed), or a mapping ``{replica:
+    "256mb 64mb 60"}``; classes not given keep Redis's defaults."""
+    if isinstance(v, dict):
+        words: list[str] = []
+        for key, limits in v.items():
+            words += [str(key), *str(_directive_text(limits)).split()]
+    elif isinstance(v, str):
+        words = v.split()
+    else:
+        raise BadValue(_OBUF_EXPECTED, show(v))
+    return _obuf_table(words, OBUF_DEFAULTS, v)
+
+
 MAX_KEYS = 100_000_000
 """Keys per client group's keyspace (each key row takes ~100 bytes of simulator memory)."""
 MAX_CONNECTIONS = 1_000_000
