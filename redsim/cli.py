@@ -134,6 +134,9 @@ def summary_table(summary: dict) -> str:
             ("replication buffer peak",
              f"{summary['mem_total_replication_buffers_peak'] / 2**20:,.1f} MB"),
         ]
+        if summary.get("replica_fullsync_buffer_peak"):
+            rows.append(("stream buffered on a replica (dual-channel), peak",
+                         f"{summary['replica_fullsync_buffer_peak'] / 2**20:,.1f} MB"))
         if summary.get("full_resync_interval_mean_s"):
             rows.append(("full resyncs every (mean)",
                          _fmt_s(summary["full_resync_interval_mean_s"])))

@@ -786,6 +786,7 @@ def plot_fragmentation(ts: pd.DataFrame, utilisation: pd.DataFrame,
 REPLICATION_MARKS = {"full_resync": ("tab:red", "full resync"),
                      "fork": ("tab:olive", "fork for the sync"),
                      "online": ("tab:cyan", "loaded: streaming"),
+                     "loaded": ("tab:blue", "loaded: applying its buffer"),
                      "partial_resync": ("tab:green", "partial resync"),
                      "dropped_hard_limit": ("black", "dropped: hard limit"),
                      "dropped_soft_limit": ("0.4", "dropped: soft limit"),
@@ -799,7 +800,9 @@ def replication_figure(ts: pd.DataFrame, events: pd.DataFrame,
 
     (a) ``buffer``: ``mem_total_replication_buffers`` in MB with the replica
     class's output-buffer limits (``limits`` = hard, soft in bytes; 0 = none)
-    as dashed lines, and each full resync, partial resync and drop of
+    as dashed lines, the stream a dual-channel replica buffers itself
+    (``replica_fullsync_buffer``) when there is any, and each full resync,
+    partial resync and drop of
     ``events`` (``Result.replication``), with the forks and the ends of
     loads, as a vertical line; (b) ``replicas``:
     replicas connected and online, and the largest stream backlog of a replica
@@ -812,6 +815,8 @@ def replication_figure(ts: pd.DataFrame, events: pd.DataFrame,
     ax_rep.set_label("replicas")
     mb = 1.0 / 1024**2
     _lines(ax_buf, ts, x, [("mem_total_replication_buffers", "replication buffer")], mb)
+    if np.nansum(_col(ts, "replica_fullsync_buffer")) > 0:
+        _lines(ax_buf, ts, x, [("replica_fullsync_buffer", "buffered on the replica")], mb)
     for value, name in zip(limits, ("hard limit", "soft limit"), strict=True):
         if value:
             ax_buf.axhline(value * mb, linestyle="--", linewidth=1.0, color="0.3"

@@ -649,6 +649,7 @@ def _memory_columns(ts: pd.DataFrame, wi: np.ndarray, scenario, length: np.ndarr
     ts["replicas_online"] = wi[S.WI_REPL_ONLINE]
     ts["mem_total_replication_buffers"] = wi[S.WI_REPL_BUF]
     ts["repl_max_lag_bytes"] = wi[S.WI_REPL_LAG]
+    ts["replica_fullsync_buffer"] = wi[S.WI_REPL_LOCAL]  # dual-channel, on the replica
     ts["sync_full"] = np.cumsum(wi[S.WI_SYNC_FULL])
     ts["replica_obuf_disconnections"] = np.cumsum(wi[S.WI_REPL_DROPS])
 
@@ -767,6 +768,9 @@ def _replication_summary(w: S.World, ts: pd.DataFrame, table: pd.DataFrame) -> d
         "noreplicas_rejected": int(w.I[S.STAT_NOREPLICAS]),
         # At its largest, before a beforeSleep's writes: between the samples.
         "mem_total_replication_buffers_peak": max(int(w.I[S.REPL_BUF_PEAK]), int(buf.max())),
+        # Dual-channel: the most stream a replica buffered itself in a full sync
+        # (its replicas_replication_buffers; not the primary's memory), B.
+        "replica_fullsync_buffer_peak": int(w.I[S.REPL_LOCAL_PEAK]),
         "full_resync_interval_mean_s": (float(np.diff(full).mean()) if len(full) > 1
                                         else None),
     }

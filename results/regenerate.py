@@ -94,6 +94,7 @@ RUNS = [
     RunResult("replica-resync-loop", "replica-resync-loop.yaml"),
     RunResult("replica-full-sync-loop", "replica-full-sync-loop.yaml"),
     RunResult("replica-full-sync-large-limit", "replica-full-sync-large-limit.yaml"),
+    RunResult("replica-dual-channel", "replica-dual-channel.yaml"),
 ]
 PERSISTENCE = [
     RunResult(f"s2-aof-fsync/{n}", f"{n}.yaml")

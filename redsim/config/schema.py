@@ -994,6 +994,16 @@ class Replica(_Model):
     ``full-sync``: connects at ``connect-at`` with no data and asks for a full sync."""
     connect_at: Seconds = 0.0
     """With ``start: full-sync``, when the replica connects, s."""
+    dual_channel: Bool = False
+    """A full sync over two connections (Valkey 8's ``dual-channel-replication-enabled``,
+    Redis 8's RDB channel): the fork child writes the RDB to its own connection while
+    the primary streams the writes since the fork down the replica's main one, and
+    the replica buffers them until it has loaded the RDB. The same for every entry."""
+    full_sync_buffer_limit: Annotated[int | None, _v(_optional(parse_size))] = None
+    """With ``dual-channel``: how much of the stream the replica buffers during a full
+    sync before it stops reading (Redis 8's ``replica-full-sync-buffer-limit``), bytes;
+    none or 0: the hard limit of ``client-output-buffer-limit replica``, as Valkey 8
+    and Redis 8 inherit it."""
 
     @model_validator(mode="after")
     def _check(self) -> Replica:
@@ -1003,6 +1013,10 @@ class Replica(_Model):
         if self.connect_at and self.start != "full-sync":
             raise BadValue("connect-at only with start: full-sync", show(self.connect_at),
                            field=("connect-at",))
+        if self.full_sync_buffer_limit and not self.dual_channel:
+            raise BadValue("full-sync-buffer-limit only with dual-channel: yes",
+                           show(self.full_sync_buffer_limit),
+                           field=("full-sync-buffer-limit",))
         return self
 
 
@@ -2281,6 +2295,17 @@ class Scenario(_Model):
             raise BadValue("maxmemory-clients 0 with redis-version 6.2 (client eviction is new "
                            "in Redis 7.0)", show(self.server.maxmemory_clients),
                            field=("server", "maxmemory-clients"))
+        for i, rep in enumerate(self.replicas):
+            if rep.dual_channel != self.replicas[0].dual_channel:
+                raise BadValue("the same dual-channel for every replicas entry (a primary "
+                               "forks for the replicas of one kind of sync at a time)",
+                               f"{'yes' if rep.dual_channel else 'no'} (replicas[0] says "
+                               f"{'yes' if self.replicas[0].dual_channel else 'no'})",
+                               field=("replicas", i, "dual-channel"))
+            if rep.dual_channel and self.redis_version == "6.2":
+                raise BadValue("dual-channel with redis-version 7.0 or later (it streams "
+                               "from the shared replication buffer)", "6.2",
+                               field=("replicas", i, "dual-channel"))
         if isinstance(self.instances, list):
             self._check_listed_instances()
         n = self.instances if isinstance(self.instances, int) else 1

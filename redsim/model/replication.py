@@ -49,6 +49,35 @@ stream buffered since the fork (from ``psync_initial_offset``) starts to
 drain. Throughout, the replica's place in the buffer stays at the fork's
 offset, so its output-buffer usage is every write since the fork.
 
+**Dual channel** (``dual-channel: yes``; Valkey 8.0's
+``dual-channel-replication-enabled``, PR valkey#60, followed here from its
+``replication.c``; Redis 8's RDB channel, redis#13732, has the same shape). The
+PSYNC that cannot continue gets ``+DUALCHANNELSYNC`` (``sync_partial_err``
+when it asked for an offset); the replica's second connection asks ``SYNC``
+(``sync_full``) and, at the fork, its main connection's PSYNC from the fork's
+offset gets ``+CONTINUE`` (``sync_partial_ok``: Valkey counts both). The child
+is always a socket child and writes the RDB to its connection itself: the main
+thread relays nothing. The stream flows down the main connection from the fork
+on, and the replica keeps it in a buffer of its own (``bufferReplData``) until
+the buffer passes ``full-sync-buffer-limit`` (by default the hard limit of
+``client-output-buffer-limit replica``), when it stops reading and the stream
+piles up on the primary again, against the primary's limits. While the RDB
+crosses, the link is shared max-min fairly between the two connections (each
+gets half, and what one does not need goes to the other). While the replica
+loads the RDB it reads the main connection only when the load serves events
+(``processEventsWhileBlocked``, at most 4 iterations of at most 16 KB each,
+every ``loading-process-events-interval-bytes`` = 2 MB loaded): 1/32 of its
+load rate. After the load it applies its buffer (``streamReplDataBufToDb``) at
+``apply-rate`` (the link's bandwidth if none is given), reading nothing, and
+then streams as any online replica. Deviations: the main connection's PSYNC
+and the second handshake (a few RTTs) are taken to be at the fork; the
+replica's buffer stops at its limit to the byte, where Valkey stops at the
+first 16-KB block past it; the primary counts the replica loading and applying,
+where Valkey counts it online once its main connection's PSYNC succeeded, and
+Redis 8 (redis#13895) once the child is done; Redis 8 (redis#13904) also reads
+up to half as much as it applies while it applies, which drains the primary's
+buffer faster than modelled here.
+
 **Dropping and reconnecting.** Before each iteration's writes (Redis checks
 as it feeds), a replica whose usage has reached the hard limit, or stayed at
 the soft limit for more than its seconds (whole seconds of ``unixtime``), is
@@ -135,8 +164,10 @@ from redsim.model.state import (
     REPL_CRON_WHEN,
     REPL_DELAY,
     REPL_DISKLESS,
+    REPL_DUAL,
     REPL_HARD,
     REPL_IDLE_SINCE,
+    REPL_LOCAL_PEAK,
     REPL_N,
     REPL_NEXT,
     REPL_OFFSET,
@@ -146,6 +177,7 @@ from redsim.model.state import (
     REPL_SOFT_SECS,
     REPL_TIMEOUT,
     REPL_TTL,
+    RS_APPLYING,
     RS_BGSAVE,
     RS_CONNECTING,
     RS_LOADING,
@@ -163,6 +195,7 @@ from redsim.model.state import (
     WI_REPL_CONNECTED,
     WI_REPL_DROPS,
     WI_REPL_LAG,
+    WI_REPL_LOCAL,
     WI_REPL_OFFSET,
     WI_REPL_ONLINE,
     WI_SYNC_FULL,
@@ -204,6 +237,11 @@ FIELDS = (
     ("I", "STAT_NOREPLICAS", "i8", "-", "counter", "write commands refused with -NOREPLICAS"),
     ("I", "REPL_BUF_PEAK", "i8", "B", "counter",
      "the largest mem_total_replication_buffers seen at a beforeSleep (before its writes), B"),
+    ("I", "REPL_DUAL", "i8", "-", "config",
+     "1: full syncs over two channels (dual-channel: the RDB on its own connection)"),
+    ("I", "REPL_LOCAL_PEAK", "i8", "B", "counter",
+     "the most stream a replica held in its own buffer during a dual-channel full sync "
+     "(the replica's replicas_replication_buffers), B"),
     ("F", "REPL_TIMEOUT", "f8", "s", "config", "repl-timeout, s"),
     ("F", "REPL_TTL", "f8", "s", "config", "repl-backlog-ttl, s (0 = never)"),
     ("F", "REPL_CRON_WHEN", "f8", "s", "state", "the next replicationCron, s"),
@@ -237,6 +275,12 @@ FIELDS = (
     ("rp", "soft_since", "f8", "s", "state",
      "obuf_soft_limit_reached_time (whole s); -1 = under the soft limit"),
     ("rp", "t_psync", "f8", "s", "state", "when its PSYNC arrived (lastinteraction), s"),
+    ("rp", "apply", "f8", "B/s", "config",
+     "apply-rate (the link's bandwidth when not given): how fast it applies a stream it "
+     "buffered, B/s"),
+    ("rp", "fsb", "i8", "B", "config",
+     "dual-channel: the stream it buffers in a full sync before it stops reading "
+     "(replica-full-sync-buffer-limit), B; 0 = no limit"),
     ("wf", "W_CPU_REPL", "f8", "s", "cpu",
      "writing the stream and full syncs' RDB to replicas"),
     ("wi", "WI_SYNC_FULL", "i8", "-", "count", "full resyncs (sync_full's increase)"),
@@ -251,6 +295,9 @@ FIELDS = (
     ("wi", "WI_REPL_LAG", "i8", "B", "gauge",
      "the largest stream backlog of a replica with a place in the buffer "
      "(master_repl_offset − what it received), B"),
+    ("wi", "WI_REPL_LOCAL", "i8", "B", "gauge",
+     "dual-channel: the most stream a replica holds in its own buffer at the window's "
+     "end, B"),
     ("rc", "repl", "f8", "-", "record",
      "one row of REPL_FIELDS per replica event (model/replication.py)"),
 )
@@ -268,8 +315,17 @@ RE_ONLINE = 4  # loaded: the buffered stream starts to flow
 RE_DROP_HARD = 5  # closed: output buffer at the hard limit; detail: usage
 RE_DROP_SOFT = 6  # closed: at the soft limit for longer than its seconds
 RE_TIMEOUT = 7  # the replica dropped the link after repl-timeout without data
+RE_LOADED = 8  # dual-channel: loaded; it applies its buffer; detail: the buffer's bytes
 RE_NAMES = ("full_resync", "partial_resync", "fork", "rdb_transferred", "online",
-            "dropped_hard_limit", "dropped_soft_limit", "timeout")
+            "dropped_hard_limit", "dropped_soft_limit", "timeout", "loaded")
+
+# A replica loading an RDB serves its event loop (processEventsWhileBlocked: at most
+# 4 iterations) once per loading-process-events-interval-bytes (2 MB) of RDB, and a
+# dual-channel replica reads at most PROTO_IOBUF_LEN from the main channel per
+# iteration (bufferReplData): so it reads the stream at 4 × 16 KB / 2 MB = 1/32
+# of its load rate while it loads.
+LOADING_EVENTS_BYTES = 2 * 1024 * 1024
+LOADING_READ_SHARE = 4 * PROTO_IOBUF_LEN / LOADING_EVENTS_BYTES
 
 
 @step
@@ -335,15 +391,14 @@ def advance_link(w, r, sent, wire, rate, t):
     return wire + moved
 
 
-@step
-def write_stream(w, r, t):
-    """``writeToClient`` for an online replica: hand the socket what it has room
-    for. Returns the main thread's cost and when the next write could go."""
+@leaf
+def hand_over(w, r, wire, rate):
+    """``writeToClient`` for a replica: hand its socket the stream it has room for
+    (``socket-buffer`` less what the link has not carried). ``rate``: how fast the
+    socket empties now (0: not at all). Returns the main thread's cost and when
+    the next write could go."""
     F = w.F
-    rate = w.rp_rate[r]
     sent = w.rp_sent[r]
-    wire = advance_link(w, r, sent, w.rp_wire[r], rate, t)
-    w.rp_wire[r] = wire
     off = w.I[REPL_OFFSET]
     n = min(off - sent, w.rp_sndbuf[r] - (sent - wire))
     cost = 0.0
@@ -352,9 +407,19 @@ def write_stream(w, r, t):
         w.rp_sent[r] = sent
         cost = F[C_WRITE] + F[C_WRITE_B] * n
     wake = math.inf
-    if off > sent:  # more to write: when the socket is half empty again
+    if off > sent and rate > 0.0:  # more to write: when the socket is half empty again
         wake = w.rp_t_wire[r] + max(sent - wire - w.rp_sndbuf[r] // 2, 0) / rate
     return cost, wake
+
+
+@step
+def write_stream(w, r, t):
+    """``writeToClient`` for an online replica: the link brought up to t, then
+    the socket filled. Returns the main thread's cost and when to write next."""
+    rate = w.rp_rate[r]
+    wire = advance_link(w, r, w.rp_sent[r], w.rp_wire[r], rate, t)
+    w.rp_wire[r] = wire
+    return hand_over(w, r, wire, rate)
 
 
 @step
@@ -393,6 +458,136 @@ def write_bulk(w, r, t):
     return cost, wake
 
 
+# ---- dual-channel full sync ------------------------------------------------------------
+
+
+@leaf
+def read_limit(w, r):
+    """The stream offset up to which a dual-channel replica in a full sync reads
+    the main channel: its buffer's limit past the fork's offset (bufferReplData
+    stops once the buffer passes ``replica-full-sync-buffer-limit``)."""
+    fsb = w.rp_fsb[r]
+    if fsb > 0:
+        return w.rp_init_off[r] + fsb
+    return w.rp_sent[r]
+
+
+@leaf
+def child_written(w, t, total):
+    """RDB bytes the diskless child has serialised by time t."""
+    F = w.F
+    return min(total, int((t - F[REPL_CHILD_T0]) * F[REPL_CHILD_BPS]))
+
+
+@leaf
+def share_link(w, r, t):
+    """Dual channel, while the RDB crosses: the link's bytes since ``t_wire``
+    shared max-min fairly between the RDB connection (what the child has written)
+    and the main one (what its socket holds, up to the replica's buffer limit):
+    each gets half, and what one does not need goes to the other. Two TCP flows
+    on one bottleneck, and a replica that reads each 16 KB per iteration."""
+    bw = w.rp_bw[r]
+    t0 = w.rp_t_wire[r]
+    room = int((t - t0) * bw)
+    wire = w.rp_wire[r]
+    bulk = w.rp_bulk_wire[r]
+    q_stream = max(min(w.rp_sent[r], read_limit(w, r)) - wire, 0)
+    q_rdb = child_written(w, t, w.I[REPL_RDB_B]) - bulk
+    half = room // 2
+    if q_stream <= half:
+        s = q_stream
+        d = min(q_rdb, room - s)
+    elif q_rdb <= half:
+        d = q_rdb
+        s = min(q_stream, room - d)
+    else:
+        s = half
+        d = room - half
+    w.rp_wire[r] = wire + s
+    w.rp_bulk_wire[r] = bulk + d
+    if s + d > 0:
+        w.rp_t_rx[r] = t
+    if s + d == room:  # busy throughout: keep the fraction of a byte for the next call
+        w.rp_t_wire[r] = t0 + room / bw
+    else:
+        w.rp_t_wire[r] = t
+
+
+@step
+def write_dual(w, r, t):
+    """A dual-channel full sync from the primary's side: the RDB goes from the
+    child straight to its connection (no relay by the main thread); the stream
+    goes down the main channel from the fork's offset, read by the replica into
+    its buffer up to its limit: at the link's shared rate while the RDB crosses,
+    at 1/32 of its load rate while it loads, not at all while it applies what it
+    buffered. Returns the main thread's cost and when to look again."""
+    F = w.F
+    I = w.I
+    st = w.rp_state[r]
+    bw = w.rp_bw[r]
+    total = I[REPL_RDB_B]
+    wake = math.inf
+    if st == RS_BGSAVE:
+        share_link(w, r, t)
+        if w.rp_bulk_wire[r] >= total:  # the whole RDB is on the replica: it loads it
+            w.rp_state[r] = RS_LOADING
+            w.rp_t_next[r] = t + total / w.rp_load[r]
+            w.rp_t_wire[r] = t
+            record(w, r, RE_RDB_DONE, w.rp_t_next[r])
+        else:
+            wake = max(w.rp_t_wire[r] + (total - w.rp_bulk_wire[r]) / bw,
+                       F[REPL_CHILD_T0] + total / F[REPL_CHILD_BPS])
+    st = w.rp_state[r]
+    limit = read_limit(w, r)
+    rate = 0.0
+    if st == RS_BGSAVE:
+        rate = bw
+    elif st == RS_LOADING:
+        rate = min(bw, w.rp_load[r] * LOADING_READ_SHARE)
+        w.rp_wire[r] = advance_link(w, r, min(w.rp_sent[r], limit), w.rp_wire[r], rate, t)
+        wake = w.rp_t_next[r]
+    elif st == RS_APPLYING:
+        wake = w.rp_t_next[r]
+    wire = w.rp_wire[r]
+    I[REPL_LOCAL_PEAK] = max(I[REPL_LOCAL_PEAK], wire - w.rp_init_off[r])
+    if wire >= limit:
+        rate = 0.0  # its buffer is full: it reads no more until it is online
+    cost, nxt = hand_over(w, r, wire, rate)
+    return cost, min(wake, nxt)
+
+
+@step
+def loaded(w, r, t):
+    """The replica has loaded the RDB. Dual channel: it now applies the stream
+    it buffered (``streamReplDataBufToDb``), at its apply rate, reading nothing
+    from the primary meanwhile; then it is online. Otherwise it is online now:
+    its first REPLCONF ACK."""
+    if not w.I[REPL_DUAL]:
+        go_online(w, r, t)
+        return
+    if w.rp_state[r] == RS_LOADING:  # what reached it until the load's end
+        rate = min(w.rp_bw[r], w.rp_load[r] * LOADING_READ_SHARE)
+        w.rp_wire[r] = advance_link(w, r, min(w.rp_sent[r], read_limit(w, r)),
+                                    w.rp_wire[r], rate, t)
+    local = w.rp_wire[r] - w.rp_init_off[r]
+    w.rp_state[r] = RS_APPLYING
+    w.rp_t_next[r] = t + local / w.rp_apply[r]
+    record(w, r, RE_LOADED, local)
+
+
+@step
+def go_online(w, r, t):
+    """The replica streams: ``replicaStartCommandStream`` (its place in the buffer
+    stays where it was; what its socket held is still to cross the link)."""
+    if not w.I[REPL_DUAL]:
+        w.rp_wire[r] = w.rp_sent[r]
+    w.rp_state[r] = RS_ONLINE
+    w.rp_t_next[r] = math.inf
+    w.rp_t_wire[r] = t
+    w.rp_t_rx[r] = t
+    record(w, r, RE_ONLINE, w.rp_sent[r])
+
+
 # ---- dropping, PSYNC and full syncs ---------------------------------------------------
 
 
@@ -415,6 +610,9 @@ def drop(w, r, event, detail):
         w.rp_psync[r] = w.rp_wire[r] + 1
     elif st == RS_LOADING:  # it finishes the load, then finds the link closed
         w.rp_psync[r] = w.rp_init_off[r] + 1
+        base = w.rp_t_next[r]
+    elif st == RS_APPLYING:  # it applies what it buffered, then finds the link closed
+        w.rp_psync[r] = w.rp_wire[r] + 1
         base = w.rp_t_next[r]
     else:  # the transfer was cut: its old data was discarded at +FULLRESYNC
         w.rp_psync[r] = 0
@@ -461,6 +659,8 @@ def start_bgsave(w, socket):
             w.rp_bulk_wire[r] = 0
             w.rp_t_wire[r] = F[T]
             record(w, r, RE_FORK, I[REPL_RDB_B])
+            if I[REPL_DUAL]:  # its main channel's PSYNC from the fork's offset: +CONTINUE
+                I[STAT_SYNC_PARTIAL_OK] += 1
 
 
 @step
@@ -495,7 +695,7 @@ def psync(w, r):
     if I[REPL_DISKLESS]:
         return  # replicationCron forks after the delay
     if I[CHILD] == CHILD_NONE:
-        start_bgsave(w, np.bool_(False))
+        start_bgsave(w, np.bool_(I[REPL_DUAL] == 1))  # an RDB channel is always a socket
     elif I[CHILD] == CHILD_RDB and I[REPL_CHILD] and not I[CHILD_SOCKET]:
         # Another replica's BGSAVE to disk is running: share it, with that
         # replica's place in the buffer ("Waiting for end of BGSAVE for SYNC").
@@ -573,18 +773,17 @@ def before_sleep(w):
         st = w.rp_state[r]
         if st == RS_CONNECTING and w.rp_t_next[r] <= t:
             psync(w, r)
-        elif st == RS_LOADING and w.rp_t_next[r] <= t:  # its first REPLCONF ACK
-            w.rp_state[r] = RS_ONLINE
-            w.rp_t_next[r] = math.inf
-            w.rp_wire[r] = w.rp_sent[r]
-            w.rp_t_wire[r] = t
-            w.rp_t_rx[r] = t
-            record(w, r, RE_ONLINE, w.rp_sent[r])
+        elif st == RS_LOADING and w.rp_t_next[r] <= t:
+            loaded(w, r, t)
+        elif st == RS_APPLYING and w.rp_t_next[r] <= t:  # its first REPLCONF ACK
+            go_online(w, r, t)
         if w.rp_state[r] >= RS_BGSAVE:
             check_limits(w, r, t)
         st = w.rp_state[r]
         if st == RS_ONLINE:
             c, nxt = write_stream(w, r, t)
+        elif I[REPL_DUAL] and st >= RS_BGSAVE:
+            c, nxt = write_dual(w, r, t)
         elif st == RS_SEND_BULK or (st == RS_BGSAVE and I[CHILD_SOCKET]):
             c, nxt = write_bulk(w, r, t)
         else:
@@ -601,7 +800,8 @@ def before_sleep(w):
             F[CHILD_END] = t
     if I[REPL_BACKLOG] and not I[REDIS_62]:
         trim_backlog(w)
-    refresh_good_replicas(w)
+    if I[MIN_REPLICAS]:
+        refresh_good_replicas(w)
     F[REPL_NEXT] = wake
     if cost > 0.0:
         busy(w, W_CPU_REPL, cost)
@@ -623,7 +823,7 @@ def replication_cron(w):
         if not I[REPL_DISKLESS]:
             for r in range(I[REPL_N]):
                 if w.rp_state[r] == RS_WAIT_BGSAVE:
-                    start_bgsave(w, np.bool_(False))
+                    start_bgsave(w, np.bool_(I[REPL_DUAL] == 1))
                     break
     if t < F[REPL_CRON_WHEN]:
         return
@@ -648,7 +848,7 @@ def replication_cron(w):
         feed(w, PING_BYTES)
     if waiting > 0 and I[CHILD] == CHILD_NONE and (
             not I[REPL_DISKLESS] or max_idle >= I[REPL_DELAY]):
-        start_bgsave(w, np.bool_(I[REPL_DISKLESS] == 1))
+        start_bgsave(w, np.bool_(I[REPL_DISKLESS] == 1 or I[REPL_DUAL] == 1))
     if connected == 0 and I[REPL_BACKLOG]:
         if F[REPL_IDLE_SINCE] < 0.0:
             F[REPL_IDLE_SINCE] = t
@@ -656,7 +856,8 @@ def replication_cron(w):
             I[REPL_BACKLOG] = 0  # freeReplicationBacklog (and a new replication id)
     elif connected > 0:
         F[REPL_IDLE_SINCE] = -1.0
-    refresh_good_replicas(w)
+    if I[MIN_REPLICAS]:
+        refresh_good_replicas(w)
     I[REPL_CRON_LOOPS] += 1
 
 
@@ -667,6 +868,8 @@ def snapshot(w, k):
     connected = 0
     online = 0
     lag = 0
+    local = 0
+    t = w.F[T]
     for r in range(I[REPL_N]):
         st = w.rp_state[r]
         if st != RS_CONNECTING:
@@ -675,11 +878,17 @@ def snapshot(w, k):
             online += 1
         if st >= RS_BGSAVE:
             lag = max(lag, I[REPL_OFFSET] - w.rp_wire[r])
+        if I[REPL_DUAL] and RS_BGSAVE <= st <= RS_APPLYING:
+            held = w.rp_wire[r] - w.rp_init_off[r]
+            if st == RS_APPLYING:  # applied at its rate since the load's end
+                held = min(held, int((w.rp_t_next[r] - t) * w.rp_apply[r]))
+            local = max(local, held)
     w.rc_wi[cell(I, WI_REPL_BUF, k)] = replication_memory(w)
     w.rc_wi[cell(I, WI_REPL_OFFSET, k)] = I[REPL_OFFSET]
     w.rc_wi[cell(I, WI_REPL_CONNECTED, k)] = connected
     w.rc_wi[cell(I, WI_REPL_ONLINE, k)] = online
     w.rc_wi[cell(I, WI_REPL_LAG, k)] = lag
+    w.rc_wi[cell(I, WI_REPL_LOCAL, k)] = local
 
 
 # ---- configuration (Python, once per run) ---------------------------------------------
@@ -700,10 +909,12 @@ def configure(b) -> None:
     b.I[S.REPL_N] = n
     b.I[S.REPL_BL_SIZE] = server.repl_backlog_size
     hard, soft, secs = server.client_output_buffer_limit["replica"]
+    configured_hard = hard  # what a dual-channel replica's buffer limit inherits
     if hard and hard < server.repl_backlog_size and sc.redis_version != "6.2":
         hard = server.repl_backlog_size  # 7.x: a replica's hard limit is at least the backlog
     b.I[S.REPL_HARD], b.I[S.REPL_SOFT], b.I[S.REPL_SOFT_SECS] = hard, soft, secs
     b.I[S.REPL_DISKLESS] = 1 if server.repl_diskless_sync else 0
+    b.I[S.REPL_DUAL] = 1 if any(rep.dual_channel for rep in rows) else 0
     b.I[S.REPL_DELAY] = server.repl_diskless_sync_delay
     b.I[S.REPL_PING_PERIOD] = server.repl_ping_replica_period
     b.F[S.REPL_TIMEOUT] = float(server.repl_timeout)
@@ -735,7 +946,9 @@ def configure(b) -> None:
            sent=np.zeros(m, np.int64), wire=np.zeros(m, np.int64), t_wire=np.zeros(m),
            t_rx=np.zeros(m), psync=np.zeros(m, np.int64), init_off=np.zeros(m, np.int64),
            bulk_sent=np.zeros(m, np.int64), bulk_wire=np.zeros(m, np.int64),
-           soft_since=np.full(m, -1.0), t_psync=np.zeros(m))
+           soft_since=np.full(m, -1.0), t_psync=np.zeros(m),
+           apply=col((rep.apply_rate or rep.link_bandwidth for rep in rows), 1.0, f64),
+           fsb=col((rep.full_sync_buffer_limit or configured_hard for rep in rows), 0, i64))
     b.fill("rc", repl=np.zeros(S.MAX_REPL_REC * S.N_REPL_FIELDS))
     if n and not any(online):
         b.F[S.REPL_NEXT] = min(rep.connect_at for rep in rows)

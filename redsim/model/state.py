@@ -152,8 +152,10 @@ RS_WAIT_BGSAVE = 1  # SLAVE_STATE_WAIT_BGSAVE_START: a full sync waits for a for
 RS_BGSAVE = 2  # SLAVE_STATE_WAIT_BGSAVE_END: the child writes the RDB (diskless: to it)
 RS_SEND_BULK = 3  # SLAVE_STATE_SEND_BULK: the primary sends the RDB file (disk-based)
 RS_LOADING = 4  # the RDB is on the replica, which loads it (the primary buffers the stream)
-RS_ONLINE = 5  # SLAVE_STATE_ONLINE and streaming
-RS_NAMES = ("connecting", "wait_bgsave", "bgsave", "send_bulk", "loading", "online")
+RS_APPLYING = 5  # dual-channel: it applies the stream it buffered, reading nothing more
+RS_ONLINE = 6  # SLAVE_STATE_ONLINE and streaming
+RS_NAMES = ("connecting", "wait_bgsave", "bgsave", "send_bulk", "loading", "applying",
+            "online")
 
 # Columns of the per-fork records (Rec.forks) and per-pass records (Rec.passes).
 FORK_FIELDS = ("time", "fork_s", "child", "rss", "pages", "cow_bytes", "end")
