@@ -794,8 +794,13 @@ REPLICATION_MARKS = {"full_resync": ("tab:red", "full resync"),
 """The replication events ``replication_figure`` marks, with their colour and label."""
 
 
+MAX_REPLICA_LINES = 8
+"""``replication_figure`` draws each replica's lag up to this many replicas."""
+
+
 def replication_figure(ts: pd.DataFrame, events: pd.DataFrame,
-                       limits: tuple[int, int] = (0, 0), title: str = "") -> Figure:
+                       limits: tuple[int, int] = (0, 0), title: str = "",
+                       replicas: pd.DataFrame | None = None) -> Figure:
     """The primary's side of replication as a Figure, two panels sharing the time axis.
 
     (a) ``buffer``: ``mem_total_replication_buffers`` in MB with the replica
@@ -806,7 +811,9 @@ def replication_figure(ts: pd.DataFrame, events: pd.DataFrame,
     ``events`` (``Result.replication``), with the forks and the ends of
     loads, as a vertical line; (b) ``replicas``:
     replicas connected and online, and the largest stream backlog of a replica
-    (MB, right axis). Absent columns are skipped.
+    (MB, right axis), or each replica's (``Result.replicas``'s ``lag_bytes``)
+    when ``replicas`` has 2 to ``MAX_REPLICA_LINES`` of them. Absent columns are
+    skipped.
     """
     x = _time_axis(ts)
     fig = Figure(figsize=(_FIG_WIDTH_IN, _PANEL_HEIGHT_IN * 2 + 0.6), layout="constrained")
@@ -836,7 +843,13 @@ def replication_figure(ts: pd.DataFrame, events: pd.DataFrame,
         _no_data(ax_rep, "replicas")
     ax_rep.set_ylabel("replicas")
     lag = ax_rep.twinx()
-    if "repl_max_lag_bytes" in ts.columns:
+    n = 0 if replicas is None or replicas.empty else int(replicas["replica"].max()) + 1
+    if 2 <= n <= MAX_REPLICA_LINES and len(replicas) == n * len(x):
+        for r, rows in replicas.groupby("replica", sort=True):
+            behind = pd.to_numeric(rows["lag_bytes"], errors="coerce").to_numpy(dtype=float)
+            lag.plot(x, behind * mb, linewidth=1.0, linestyle=":",
+                     label=f"replica {r} lag (MB, right)", **_marker(x))
+    elif "repl_max_lag_bytes" in ts.columns:
         lag.plot(x, _col(ts, "repl_max_lag_bytes") * mb, color="tab:brown", linewidth=1.0,
                  label="largest lag (MB, right)", **_marker(x))
     lag.set_ylabel("lag (MB)")
@@ -848,6 +861,7 @@ def replication_figure(ts: pd.DataFrame, events: pd.DataFrame,
 
 
 def plot_replication(ts: pd.DataFrame, events: pd.DataFrame, path: str | os.PathLike[str],
-                     limits: tuple[int, int] = (0, 0), title: str = "") -> None:
+                     limits: tuple[int, int] = (0, 0), title: str = "",
+                     replicas: pd.DataFrame | None = None) -> None:
     """Write ``replication_figure`` as a PNG at ``path``."""
-    _save(replication_figure(ts, events, limits, title), path)
+    _save(replication_figure(ts, events, limits, title, replicas), path)

@@ -150,10 +150,17 @@ class Result:
     replication: pd.DataFrame = field(default_factory=pd.DataFrame)
     """The replicas' events (``model/replication.py``), one row each: ``time``,
     ``replica``, ``event`` (full_resync, partial_resync, fork, rdb_transferred,
-    online, dropped_hard_limit, dropped_soft_limit, timeout), ``offset``
+    online, dropped_hard_limit, dropped_soft_limit, timeout; dual-channel: loaded),
+    ``offset``
     (master_repl_offset then) and ``detail`` (the PSYNC's offset for a resync,
     the RDB's bytes for a fork, the load's end for rdb_transferred, the output
     buffer's usage for a drop, the seconds without data for a timeout)."""
+    replicas: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Each replica at each sample (``model/replication.py``), one row per window
+    and replica: ``time`` (the window's end, s), ``replica``, ``state``
+    (connecting, wait_bgsave, bgsave, send_bulk, loading, applying, online) and
+    ``lag_bytes`` (master_repl_offset − what it received; empty while it has no
+    place in the buffer). Empty without replicas."""
     groups: pd.DataFrame = field(default_factory=pd.DataFrame)
     """Each client group's figures, one row per group: ``group``, then
     ``GROUP_METRICS`` (requests completed, throughput, latency mean,
@@ -333,6 +340,7 @@ class Result:
         summary.update(_persistence_summary(w, ts, forks, passes, fsyncs))
         replication = _replication_table(w)
         summary.update(_replication_summary(w, ts, replication))
+        replicas = _replica_series(w, ts)
         provenance = {
             "redsim_version": __version__,
             "model": model_version(),
@@ -355,7 +363,7 @@ class Result:
                    trace_passes=passes, latency_events=lm, fsync_calls=fsyncs,
                    eviction_calls=calls, slabs=slabs, slab_utilisation=util,
                    groups=groups, group_counts=group_counts, stalls=stalls,
-                   replication=replication)
+                   replication=replication, replicas=replicas)
 
     # -- the run folder ----------------------------------------------------------
 
@@ -415,6 +423,8 @@ class Result:
             self.forks.to_csv(out / "forks.csv", index=False)
         if not self.replication.empty:
             self.replication.to_csv(out / "replication.csv", index=False)
+        if not self.replicas.empty:
+            self.replicas.to_csv(out / "replicas.csv", index=False)
         if not self.slabs.empty:
             self.slabs.to_csv(out / "slabs.csv", index=False)
             self.slab_utilisation.to_csv(out / "slab_utilisation.csv", index=False)
@@ -455,7 +465,7 @@ class Result:
         if self.scenario.replicas:
             hard, soft, _ = self.scenario.server.client_output_buffer_limit["replica"]
             figures.append(("replication.png", lambda path: plots.plot_replication(
-                ts, self.replication, path, (hard, soft),
+                ts, self.replication, path, (hard, soft), replicas=self.replicas,
                 title=f"{title}: the replication buffer")))
         tail = f"the run's data files in {out} are complete"
         return [name for name, draw in figures
@@ -743,6 +753,22 @@ def _replication_table(w: S.World) -> pd.DataFrame:
     table["event"] = [RE_NAMES[int(e)] for e in table["event"]]
     table["offset"] = table["offset"].astype(np.int64)
     return table
+
+
+def _replica_series(w: S.World, ts: pd.DataFrame) -> pd.DataFrame:
+    """``Result.replicas``: each replica's state and lag at each window's end."""
+    n = int(w.I[S.REPL_N])
+    if n == 0:
+        return pd.DataFrame()
+    k = len(ts)
+    state = w.rc_repl_state[: k * n]
+    lag = w.rc_repl_lag[: k * n]
+    return pd.DataFrame({
+        "time": np.repeat(ts.index.to_numpy(), n),
+        "replica": np.tile(np.arange(n), k),
+        "state": pd.Categorical.from_codes(state, S.RS_NAMES),
+        "lag_bytes": pd.arrays.IntegerArray(np.where(lag >= 0, lag, 0), mask=lag < 0),
+    })
 
 
 def _replication_summary(w: S.World, ts: pd.DataFrame, table: pd.DataFrame) -> dict:

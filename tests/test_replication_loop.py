@@ -189,3 +189,46 @@ def test_assert_replicas_keep_up_names_the_drops_and_passes_a_sync_that_fits(tmp
     # 512 MB holds the ~211 MB of a whole sync: online and caught up at 25 s.
     assert_replicas_keep_up(loop, set=["server.client-output-buffer-limit=replica 512mb 0 0"],
                             max_lag="4mb", cache=tmp_path)
+
+
+def _two_replicas(**server):
+    """Two replicas asking for a full sync at the start; 512 MB holds a whole sync."""
+    return simulate(_scenario({"count": 2, "link-bandwidth": "400mbit", "rtt": "500us",
+                               "load-rate": "200mb/s", "start": "full-sync"}, duration=25,
+                              **{"client-output-buffer-limit": "replica 512mb 0 0", **server}),
+                    progress=False)
+
+
+def test_repl_diskless_sync_max_replicas_forks_without_the_delay():
+    # Both replicas wait from their PSYNC (t ≈ 2 ms): with max-replicas 2 the
+    # first replicationCron after it (t = 1 s, +0 to 0.11 s: the serverCron that
+    # runs it) forks; without it the fork waits 5 whole seconds.
+    early = _two_replicas(**{"repl-diskless-sync-max-replicas": 2}).replication
+    late = _two_replicas().replication
+    for ev, fork_at in ((early, 1.0), (late, 5.0)):
+        t_full = ev[ev["event"] == "full_resync"]["time"].to_numpy()
+        forks = ev[ev["event"] == "fork"]["time"].to_numpy()
+        assert len(t_full) == 2 and len(forks) == 2  # one fork serves both: two rows
+        assert math.floor(t_full.max()) + fork_at <= forks.min() == forks.max() \
+            <= math.floor(t_full.max()) + fork_at + 0.15
+
+
+def test_each_replicas_state_at_each_sample_follows_its_events():
+    # Result.replicas is recorded at each window's end; the event log as the
+    # events happen. The state at a sample is the one the replica's last event
+    # before it put it in.
+    r = _two_replicas(**{"repl-diskless-sync-max-replicas": 2})
+    after = {"full_resync": "wait_bgsave", "fork": "bgsave", "rdb_transferred": "loading",
+             "online": "online"}
+    table = r.replicas
+    assert len(table) == 2 * len(r.timeseries)
+    for replica, rows in table.groupby("replica"):
+        ev = r.replication[r.replication["replica"] == replica]
+        for t, state in zip(rows["time"], rows["state"], strict=True):
+            last = ev[ev["time"] <= t]
+            expected = after[last["event"].iloc[-1]] if len(last) else "connecting"
+            assert state == expected, (replica, t)
+        # Online and caught up at the end: less than its 4 MB socket buffer behind.
+        assert rows["state"].iloc[-1] == "online" and rows["lag_bytes"].iloc[-1] < 4 * 1024**2
+    # Without a place in the buffer (waiting for the fork) there is no lag.
+    assert table[table["state"] == "wait_bgsave"]["lag_bytes"].isna().all()

@@ -88,6 +88,7 @@ MODELLED_DIRECTIVES: frozenset[str] = frozenset(
         "client-output-buffer-limit",
         "repl-diskless-sync",
         "repl-diskless-sync-delay",
+        "repl-diskless-sync-max-replicas",
         "repl-timeout",
         "repl-ping-replica-period",
         "min-replicas-to-write",

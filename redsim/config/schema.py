@@ -532,6 +532,10 @@ class Server(_Model):
     sockets (Redis 7's default; 6.2's is ``no``: written to disk first, then sent)."""
     repl_diskless_sync_delay: Annotated[int, _v(parse_int, minimum=0, maximum=INT_MAX)] = 5
     """Seconds a diskless full sync waits for more replicas before it forks."""
+    repl_diskless_sync_max_replicas: Annotated[int, _v(parse_int, minimum=0,
+                                                       maximum=INT_MAX)] = 0
+    """A diskless full sync forks before its delay once this many replicas wait for
+    it; 0 = always wait the delay (Redis 7.0+)."""
     repl_timeout: Annotated[int, _v(parse_int, minimum=1, maximum=INT_MAX)] = 60
     """Seconds a replica waits without data from the primary before it drops the
     link and reconnects (the primary's pings, every ``repl-ping-replica-period``,

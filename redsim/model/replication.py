@@ -4,7 +4,8 @@ resyncs, and the output-buffer limit that drops a replica.
 Follows ``src/replication.c`` of 7.0/7.2 (6.2 where noted): ``syncCommand``
 and ``masterTryPartialResynchronization`` (PSYNC), ``startBgsaveForReplication``
 and ``replicationStartPendingFork`` (the fork for a full sync, diskless after
-``repl-diskless-sync-delay``), ``updateSlavesWaitingBgsave`` and
+``repl-diskless-sync-delay``, or sooner once ``repl-diskless-sync-max-replicas``
+wait), ``updateSlavesWaitingBgsave`` and
 ``sendBulkToSlave`` (disk-based: the file is sent from the main thread),
 ``rdbPipeReadHandler`` (diskless: the child's RDB relayed to the sockets),
 ``replicaStartCommandStream`` (the stream starts once the replica has
@@ -102,8 +103,7 @@ online one acks every second, and the link never stalls here); the
 replication cron runs on whole seconds of simulated time (Redis's
 ``run_with_period(1000)``), and the replicas' crons on the same seconds; a
 replica's receive buffer, its REPLCONF ACKs and ``repl-diskless-load`` are
-not modelled (it saves the RDB and loads it: the default); 6.2's
-``repl-diskless-sync-max-replicas`` is not read.
+not modelled (it saves the RDB and loads it: the default).
 
 **min-replicas-to-write** (``processCommand``): with it and
 ``min-replicas-max-lag`` both set, a write command is refused with
@@ -168,6 +168,7 @@ from redsim.model.state import (
     REPL_HARD,
     REPL_IDLE_SINCE,
     REPL_LOCAL_PEAK,
+    REPL_MAX_WAITING,
     REPL_N,
     REPL_NEXT,
     REPL_OFFSET,
@@ -216,6 +217,8 @@ FIELDS = (
     ("I", "REPL_SOFT_SECS", "i8", "s", "config", "... its soft seconds"),
     ("I", "REPL_DISKLESS", "i8", "-", "config", "1: repl-diskless-sync yes"),
     ("I", "REPL_DELAY", "i8", "s", "config", "repl-diskless-sync-delay, whole seconds"),
+    ("I", "REPL_MAX_WAITING", "i8", "-", "config",
+     "repl-diskless-sync-max-replicas: fork before the delay once this many wait (0 = off)"),
     ("I", "REPL_PING_PERIOD", "i8", "-", "config",
      "repl-ping-replica-period: replicationCron runs between PINGs"),
     ("I", "REPL_CRON_LOOPS", "i8", "-", "state", "replication_cron_loops"),
@@ -300,6 +303,11 @@ FIELDS = (
      "end, B"),
     ("rc", "repl", "f8", "-", "record",
      "one row of REPL_FIELDS per replica event (model/replication.py)"),
+    ("rc", "repl_lag", "i8", "B", "record",
+     "at window k's end, replica r's (index k × replicas + r) master_repl_offset − "
+     "what it received; −1 without a place in the buffer"),
+    ("rc", "repl_state", "i8", "-", "record",
+     "at window k's end, replica r's state (state.RS_*; index k × replicas + r)"),
 )
 
 PROTO_IOBUF_LEN = 16_384  # a full sync's RDB goes 16 KB per read + write
@@ -846,8 +854,9 @@ def replication_cron(w):
                 connected -= 1
     if connected > 0 and I[REPL_CRON_LOOPS] % I[REPL_PING_PERIOD] == 0:
         feed(w, PING_BYTES)
-    if waiting > 0 and I[CHILD] == CHILD_NONE and (
-            not I[REPL_DISKLESS] or max_idle >= I[REPL_DELAY]):
+    if waiting > 0 and I[CHILD] == CHILD_NONE and (  # shouldStartChildForReplication
+            not I[REPL_DISKLESS] or max_idle >= I[REPL_DELAY]
+            or 0 < I[REPL_MAX_WAITING] <= waiting):
         start_bgsave(w, np.bool_(I[REPL_DISKLESS] == 1 or I[REPL_DUAL] == 1))
     if connected == 0 and I[REPL_BACKLOG]:
         if F[REPL_IDLE_SINCE] < 0.0:
@@ -870,14 +879,20 @@ def snapshot(w, k):
     lag = 0
     local = 0
     t = w.F[T]
-    for r in range(I[REPL_N]):
+    n = I[REPL_N]
+    for r in range(n):
         st = w.rp_state[r]
+        w.rc_repl_state[k * n + r] = st
         if st != RS_CONNECTING:
             connected += 1
         if st == RS_ONLINE:
             online += 1
         if st >= RS_BGSAVE:
-            lag = max(lag, I[REPL_OFFSET] - w.rp_wire[r])
+            behind = I[REPL_OFFSET] - w.rp_wire[r]
+            w.rc_repl_lag[k * n + r] = behind
+            lag = max(lag, behind)
+        else:
+            w.rc_repl_lag[k * n + r] = -1
         if I[REPL_DUAL] and RS_BGSAVE <= st <= RS_APPLYING:
             held = w.rp_wire[r] - w.rp_init_off[r]
             if st == RS_APPLYING:  # applied at its rate since the load's end
@@ -916,6 +931,7 @@ def configure(b) -> None:
     b.I[S.REPL_DISKLESS] = 1 if server.repl_diskless_sync else 0
     b.I[S.REPL_DUAL] = 1 if any(rep.dual_channel for rep in rows) else 0
     b.I[S.REPL_DELAY] = server.repl_diskless_sync_delay
+    b.I[S.REPL_MAX_WAITING] = server.repl_diskless_sync_max_replicas
     b.I[S.REPL_PING_PERIOD] = server.repl_ping_replica_period
     b.F[S.REPL_TIMEOUT] = float(server.repl_timeout)
     b.F[S.REPL_TTL] = float(server.repl_backlog_ttl)
@@ -949,6 +965,8 @@ def configure(b) -> None:
            soft_since=np.full(m, -1.0), t_psync=np.zeros(m),
            apply=col((rep.apply_rate or rep.link_bandwidth for rep in rows), 1.0, f64),
            fsb=col((rep.full_sync_buffer_limit or configured_hard for rep in rows), 0, i64))
-    b.fill("rc", repl=np.zeros(S.MAX_REPL_REC * S.N_REPL_FIELDS))
+    b.fill("rc", repl=np.zeros(S.MAX_REPL_REC * S.N_REPL_FIELDS),
+           repl_lag=np.full(b.I[S.N_WIN] * m, -1, np.int64),
+           repl_state=np.zeros(b.I[S.N_WIN] * m, np.int64))
     if n and not any(online):
         b.F[S.REPL_NEXT] = min(rep.connect_at for rep in rows)
