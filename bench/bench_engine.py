@@ -38,6 +38,17 @@ REFERENCE = {
 }
 
 
+def print_json(figures: dict) -> None:
+    """Print ``figures`` as one JSON line with the peak RSS of this process and its
+    children, MB (what ``run_all.py`` reads)."""
+    import json
+    import resource
+
+    rss_kb = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                 resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    print(json.dumps({**figures, "peak_rss_mb": rss_kb / 1024}, default=str))
+
+
 def run_engine(seconds: float, source=REFERENCE) -> dict:
     """Time one run of ``source`` (a scenario dict or path) for ``seconds`` simulated."""
     sc = load_scenario(source, overrides=[f"duration={seconds}"])
@@ -53,20 +64,32 @@ def run_engine(seconds: float, source=REFERENCE) -> dict:
             "throughput_rps": r.summary["throughput_rps"], "bursts": r.summary.get("bursts")}
 
 
+def measure(minutes: float = 10.0, naive_seconds: float = 5.0) -> dict:
+    """The reference load for ``minutes`` simulated and the naive model for
+    ``naive_seconds``: their figures, and the ratio of their real-time factors."""
+    run_engine(1.0)  # compile / load the cached kernel
+    eng = run_engine(minutes * 60.0)
+    naive = run_naive(10000, 0.4, SERVICE_US * 1e-6, naive_seconds, seed=1)
+    return {"engine": eng, "naive": naive, "ratio": eng["rtf"] / naive["rtf"]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, default=10.0)
     ap.add_argument("--naive-seconds", type=float, default=5.0)
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     a = ap.parse_args()
-    run_engine(1.0)  # compile / load the cached kernel
-    eng = run_engine(a.minutes * 60.0)
-    naive = run_naive(10000, 0.4, SERVICE_US * 1e-6, a.naive_seconds, seed=1)
+    m = measure(a.minutes, a.naive_seconds)
+    if a.json:
+        print_json(m)
+        return
+    eng, naive = m["engine"], m["naive"]
     print(f"redsim engine : {eng['sim_s']:.0f} sim-s in {eng['wall_s']:.1f} s wall, "
           f"RTF {eng['rtf']:.2f}, {eng['req_per_wall_s']:,.0f} req/wall-s, "
           f"{eng['throughput_rps']:,.0f} req/s at {eng['utilisation']:.0%} busy")
     print(f"naive SimPy   : {naive['sim_s']:.0f} sim-s in {naive['wall_s']:.1f} s wall, "
           f"RTF {naive['rtf']:.2f}, {naive['req_per_wall_s']:,.0f} req/wall-s")
-    print(f"ratio engine/naive (RTF): {eng['rtf'] / naive['rtf']:.2f}")
+    print(f"ratio engine/naive (RTF): {m['ratio']:.2f}")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_engine import run_engine  # noqa: E402
+from bench_engine import print_json, run_engine  # noqa: E402
 from naive_simpy import run_naive  # noqa: E402
 
 from redsim import load_scenario  # noqa: E402
@@ -30,20 +30,32 @@ from redsim import load_scenario  # noqa: E402
 SCENARIO = ROOT / "scenarios" / "gitlab-2022.yaml"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--minutes", type=float, default=30.0)
-    ap.add_argument("--naive-seconds", type=float, default=5.0)
-    a = ap.parse_args()
+def measure(minutes: float = 30.0, naive_seconds: float = 5.0) -> dict:
+    """S0 for ``minutes`` simulated, and the naive model of the same load for
+    ``naive_seconds``: their figures, and the ratio of their real-time factors."""
     run_engine(2.0, SCENARIO)  # load or compile the kernel
-    eng = run_engine(a.minutes * 60.0, SCENARIO)
+    eng = run_engine(minutes * 60.0, SCENARIO)
     # The naive model gets the same load: one source per pooled connection, the
     # engine's throughput, and its busy time per request as the service time.
     sc = load_scenario(SCENARIO)
     conns = sum(g.processes * g.pool.max_size for g in sc.clients)
     rate = eng["throughput_rps"]
     service = eng["utilisation"] / rate
-    naive = run_naive(conns, conns / rate, service, a.naive_seconds, seed=1)
+    naive = run_naive(conns, conns / rate, service, naive_seconds, seed=1)
+    return {"engine": eng, "naive": naive, "ratio": eng["rtf"] / naive["rtf"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--minutes", type=float, default=30.0)
+    ap.add_argument("--naive-seconds", type=float, default=5.0)
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    a = ap.parse_args()
+    m = measure(a.minutes, a.naive_seconds)
+    if a.json:
+        print_json(m)
+        return
+    eng, naive = m["engine"], m["naive"]
     print(f"redsim S0     : {eng['sim_s']:.0f} sim-s in {eng['wall_s']:.1f} s wall, "
           f"RTF {eng['rtf']:.1f}, {eng['req_per_wall_s']:,.0f} req/wall-s, "
           f"{eng['bursts']} bursts, {eng['utilisation']:.0%} busy")
@@ -52,7 +64,7 @@ def main() -> None:
     print(f"naive SimPy   : {naive['sim_s']:.0f} sim-s in {naive['wall_s']:.1f} s wall, "
           f"RTF {naive['rtf']:.2f}, {naive['req_per_wall_s']:,.0f} req/wall-s "
           f"(queueing only)")
-    print(f"ratio engine/naive (RTF): {eng['rtf'] / naive['rtf']:.1f}")
+    print(f"ratio engine/naive (RTF): {m['ratio']:.1f}")
     print("target: RTF >= 100 on one core")
 
 

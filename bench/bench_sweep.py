@@ -14,6 +14,7 @@ The folder is temporary; nothing is reused from an earlier run.
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,17 +25,17 @@ from redsim.sweep.runner import RunTask, run_batch
 from redsim.sweep.store import RunStore
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_engine import print_json  # noqa: E402
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--points", type=int, default=100)
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--duration", default="30m")
-    args = ap.parse_args()
+def measure(points: int = 100, jobs: int = 2, duration: str = "30m") -> dict:
+    """``points`` of the S0 sweep on ``jobs`` workers: wall time, points per
+    minute, the minutes 100 points take at that rate, bursts and failures."""
     spec = load_sweep({
         "name": "bench-s0", "base": str(ROOT / "scenarios" / "gitlab-2022.yaml"),
-        "set": {"duration": args.duration}, "replications": 1,
+        "set": {"duration": duration}, "replications": 1,
         "axes": [{"name": "pool-size", "path": "clients[0].pool.max-size",
                   "values": list(range(1, 11))},
                  {"name": "ttl", "path": "clients[0].mix[1].ttl",
@@ -43,24 +44,41 @@ def main() -> None:
     grid = expand(spec)
     seed = replication_seed(root_seed(spec, grid), 0)
     # 37 is coprime with 100: j -> 37 j mod 100 visits every grid point once.
-    points = [grid[(37 * j) % len(grid)] for j in range(min(args.points, len(grid)))]
+    chosen = [grid[(37 * j) % len(grid)] for j in range(min(points, len(grid)))]
     with tempfile.TemporaryDirectory(prefix="redsim-bench-sweep-") as out:
         store = RunStore(out)
         t0 = time.perf_counter()
-        _, lost = run_batch([RunTask(p.key, seed, p.scenario) for p in points], store,
-                            jobs=args.jobs, desc=spec.name)
+        _, lost = run_batch([RunTask(p.key, seed, p.scenario) for p in chosen], store,
+                            jobs=jobs, desc=spec.name)
         wall = time.perf_counter() - t0
         # A run lost to a dead worker has no record; the figures are over the rest.
-        records = [r for p in points if (r := store.get(p.key, seed)) is not None]
+        records = [r for p in chosen if (r := store.get(p.key, seed)) is not None]
     n = len(records)
-    sim = n * points[0].scenario.duration
-    per_min = n / wall * 60
-    bursts = sum(bool(r["summary"].get("burst_detected")) for r in records)
+    per_min = n / wall * 60 if n else 0.0
+    return {"points": n, "jobs": jobs, "duration": duration, "wall_s": wall,
+            "points_per_min": per_min, "min_per_100": 100 / per_min if per_min else None,
+            "sim_s_per_wall_s": n * chosen[0].scenario.duration / wall,
+            "bursts": sum(bool(r["summary"].get("burst_detected")) for r in records),
+            "errors": [r["error"] for r in records if r["error"]], "lost": lost}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--points", type=int, default=100)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--duration", default="30m")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = ap.parse_args()
+    m = measure(args.points, args.jobs, args.duration)
+    if args.json:
+        print_json(m)
+        return
+    n, wall, errors, lost = m["points"], m["wall_s"], m["errors"], m["lost"]
     print(f"{n} points of S0 x {args.duration} on {args.jobs} workers: {wall:.0f} s wall, "
-          f"{per_min:.2f} points/min, {sim / wall:.0f} simulated s per wall s in total")
-    print(f"  100 points at this rate: {100 / per_min:.1f} min (target <= 10 min)")
-    errors = [r["error"] for r in records if r["error"]]
-    print(f"  mean run {wall * args.jobs / n:.1f} s of a worker; {bursts} of {n} burst"
+          f"{m['points_per_min']:.2f} points/min, {m['sim_s_per_wall_s']:.0f} simulated s "
+          "per wall s in total")
+    print(f"  100 points at this rate: {m['min_per_100']:.1f} min (target <= 10 min)")
+    print(f"  mean run {wall * args.jobs / n:.1f} s of a worker; {m['bursts']} of {n} burst"
           + (f"; {len(errors)} failed, first: {errors[0]}" if errors else "")
           + (f"; {len(lost)} lost: {lost[0]}" if lost else ""))
 
