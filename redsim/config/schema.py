@@ -202,7 +202,11 @@ MAX_REQUEST_SLOTS = 10_000_000
 MAX_IN_FLIGHT = 10_000_000
 """Connections × the deepest pipeline: what one event-loop iteration may read."""
 MAX_SAMPLES_PER_RUN = 1_000_000
-"""duration / sample-interval: the INFO-like samples (~450 bytes each) a run records."""
+"""duration / sample-interval: the INFO-like samples a run records. Each costs ~2 KB
+at the run's peak (the kernel's windows, ~600 B, then the result's table and its
+file): a one-group light load over 30 days peaked at 0.34 GB with hourly samples
+and 2.0 GB with 864,000 (bench/bench_long.py, 2026-11-27); more client groups add
+columns."""
 MAX_MAXMEMORY = 1024**4
 """maxmemory, bytes (1 TB): the copy-on-write page map of a fork scales with it."""
 MAX_VALUE_SIZE = 4 * 1024**3
@@ -2238,7 +2242,7 @@ class Scenario(_Model):
                            "sample-interval", f"{self.warmup:g} s", field=("warmup",))
         samples = self.duration / self.sample_interval
         if samples > MAX_SAMPLES_PER_RUN:
-            # The run keeps every sample in memory (~450 bytes each).
+            # The run keeps every sample in memory (~2 KB each at its peak).
             longest = MAX_SAMPLES_PER_RUN * self.sample_interval
             raise BadValue(f"at most {MAX_SAMPLES_PER_RUN:,} samples per run (duration / "
                            f"sample-interval); with sample-interval {self.sample_interval:g} s "
