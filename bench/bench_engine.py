@@ -49,6 +49,22 @@ def print_json(figures: dict) -> None:
     print(json.dumps({**figures, "peak_rss_mb": rss_kb / 1024}, default=str))
 
 
+def measure_cli(doc: str, measure, minutes: float) -> dict | None:
+    """The command line of ``bench_engine`` and ``bench_s0``: ``--minutes``,
+    ``--naive-seconds``, ``--json``. Returns ``measure``'s figures to print, or
+    None when they went out as JSON."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--minutes", type=float, default=minutes)
+    ap.add_argument("--naive-seconds", type=float, default=5.0)
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    a = ap.parse_args()
+    m = measure(a.minutes, a.naive_seconds)
+    if a.json:
+        print_json(m)
+        return None
+    return m
+
+
 def run_engine(seconds: float, source=REFERENCE) -> dict:
     """Time one run of ``source`` (a scenario dict or path) for ``seconds`` simulated."""
     sc = load_scenario(source, overrides=[f"duration={seconds}"])
@@ -74,14 +90,8 @@ def measure(minutes: float = 10.0, naive_seconds: float = 5.0) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--minutes", type=float, default=10.0)
-    ap.add_argument("--naive-seconds", type=float, default=5.0)
-    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
-    a = ap.parse_args()
-    m = measure(a.minutes, a.naive_seconds)
-    if a.json:
-        print_json(m)
+    m = measure_cli(__doc__, measure, 10.0)
+    if m is None:
         return
     eng, naive = m["engine"], m["naive"]
     print(f"redsim engine : {eng['sim_s']:.0f} sim-s in {eng['wall_s']:.1f} s wall, "

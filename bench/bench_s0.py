@@ -15,14 +15,13 @@ warm-up run first loads (or compiles) the kernel, so compile time is excluded.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_engine import print_json, run_engine  # noqa: E402
+from bench_engine import measure_cli, run_engine  # noqa: E402
 from naive_simpy import run_naive  # noqa: E402
 
 from redsim import load_scenario  # noqa: E402
@@ -46,14 +45,8 @@ def measure(minutes: float = 30.0, naive_seconds: float = 5.0) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--minutes", type=float, default=30.0)
-    ap.add_argument("--naive-seconds", type=float, default=5.0)
-    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
-    a = ap.parse_args()
-    m = measure(a.minutes, a.naive_seconds)
-    if a.json:
-        print_json(m)
+    m = measure_cli(__doc__, measure, 30.0)
+    if m is None:
         return
     eng, naive = m["engine"], m["naive"]
     print(f"redsim S0     : {eng['sim_s']:.0f} sim-s in {eng['wall_s']:.1f} s wall, "
