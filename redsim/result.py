@@ -324,7 +324,10 @@ class Result:
         cycles = summary["eventloop_cycles_per_sec"]
         summary["commands_per_cycle"] = summary["ops_per_sec"] / cycles if cycles else 0.0
         summary.update(burst_summary(phases(ts)))
-        groups, group_counts = _group_tables(scenario, w, n, length, ts, summary, counts)
+        groups, group_counts, group_series = _group_tables(scenario, w, n, length, summary,
+                                                           counts)
+        if group_series:  # joined at once: inserted one by one they fragment the frame
+            ts = pd.concat([ts, pd.DataFrame(group_series, index=ts.index)], axis=1)
         stalls = _stall_table(w, ts, dt)
         summary.update(_stall_summary(w, stalls))
         summary["utilisation_peak"] = (float((busy[post] / length[post]).max())
@@ -480,20 +483,22 @@ GROUP_METRICS = ("requests_completed", "throughput_rps", "latency_mean_s",
 in ``Result.summary``."""
 
 
-def _group_tables(scenario, w: S.World, n: int, length: np.ndarray, ts: pd.DataFrame,
-                  summary: dict, run_counts: np.ndarray
-                  ) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+def _group_tables(scenario, w: S.World, n: int, length: np.ndarray, summary: dict,
+                  run_counts: np.ndarray
+                  ) -> tuple[pd.DataFrame, dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Each client group's figures (``observe/groups.py``): a table, one row per
     group, its ``<group>.<metric>`` summary keys and, with more than one group,
     its ``<group>.requests_per_sec``, ``.latency_mean``, ``.latency_p50``,
     ``.latency_p99``, ``.latency_max`` and ``.errors_per_sec`` (failed requests
-    of any kind) series; and each group's latency
-    histogram. With one group the run's figures are the group's."""
+    of any kind) series (returned as columns to join to the time series); and
+    each group's latency histogram. With one group the run's figures are the
+    group's."""
     names = [g.name for g in scenario.clients]
     warm = float(scenario.warmup)
     span = float(scenario.duration) - warm
     rows = []
     hists: dict[str, np.ndarray] = {}
+    ts: dict[str, np.ndarray] = {}
     if len(names) == 1:
         rows.append({"group": names[0], **{k: summary[k] for k in GROUP_METRICS}})
         hists[names[0]] = run_counts
@@ -525,7 +530,7 @@ def _group_tables(scenario, w: S.World, n: int, length: np.ndarray, ts: pd.DataF
     table = pd.DataFrame(rows, columns=["group", *GROUP_METRICS])
     for row in rows:
         summary.update({f"{row['group']}.{k}": row[k] for k in GROUP_METRICS})
-    return table, hists
+    return table, hists, ts
 
 
 STALL_CAUSES = {
