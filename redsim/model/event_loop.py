@@ -189,6 +189,7 @@ from redsim.model.state import (
     SCRIPT_REPLY,
     SCRIPT_STEP,
     SERVICE_STREAM,
+    SLEEP_RESUME,
     STAT_COMMANDS,
     STAT_OOM,
     SVC_HIGH,
@@ -209,6 +210,7 @@ from redsim.model.state import (
     W_IN_SERVER,
     W_IN_SYSTEM,
     W_WAITERS,
+    WAKE_OWED,
     WI_COMMANDS,
     WI_CYCLES,
     WI_OOM,
@@ -250,6 +252,12 @@ FIELDS = (
      "if evictionTimeProc is due, s"),
     ("F", "C_WAKE", "f8", "s", "config",
      "an epoll_wait that slept: the block, the wake-up and the cold caches after, s"),
+    ("I", "SLEEP_RESUME", "i8", "-", "state",
+     "1: a refill exit came while the thread slept and nothing woke it; on re-entry "
+     "it sleeps on to the same wake-up"),
+    ("I", "WAKE_OWED", "i8", "-", "state",
+     "1: the poll woke the thread but a refill exit came before its wake-up cost was "
+     "charged; it is charged after the same-instant events, on re-entry"),
     ("I", "PHASE", "i8", "-", "state",
      "where the kernel resumes: PH_BEFORE_SLEEP, PH_POLL, PH_SCRIPT or PH_AFTER_READS"),
     ("I", "HZ_CONF", "i8", "1/s", "config",
@@ -910,8 +918,13 @@ def run(world, t_stop):
         advance_clients(w, F[T])
         if I[RNG_LOW]:
             continue
-        if I[READY_N] == 0 and I[PENDING_CLOSE] == 0 and I[PENDING_REFUSED] == 0 \
-                and F[POLL_WAKE] > F[T]:
+        resume = I[SLEEP_RESUME]
+        I[SLEEP_RESUME] = 0
+        if resume and I[READY_N] > 0:  # an event at the refill's instant woke it
+            resume = 0
+            I[WAKE_OWED] = 1
+        if resume or (I[READY_N] == 0 and I[PENDING_CLOSE] == 0
+                      and I[PENDING_REFUSED] == 0 and F[POLL_WAKE] > F[T]):
             # Nothing to read and the poll's timeout not over: epoll_wait sleeps.
             cron_first = F[POLL_WAKE] < t_stop
             wake = F[POLL_WAKE] if cron_first else t_stop
@@ -929,17 +942,24 @@ def run(world, t_stop):
                 if I[RNG_LOW]:
                     F[T] = te
                     break
-            if I[RNG_LOW]:
-                continue
-            if woke:
+            if woke and not I[RNG_LOW]:
                 advance_clients(w, F[T])  # others ready at the same instant
-            else:
+            if I[RNG_LOW]:
+                # A refill exit: on re-entry the same-instant events are taken
+                # first, then the wake-up is charged, as without the exit.
+                I[WAKE_OWED] = 1 if woke else 0
+                I[SLEEP_RESUME] = 0 if woke else 1
+                continue
+            if not woke:
                 F[T] = wake
                 if not cron_first:
                     return RET_STOP
             # epoll_wait blocked and returned: the sleep, the wake-up and the
             # caches gone cold cost the thread this much (engine.cpu.wakeup).
             busy(w, W_CPU_ITERATION, F[C_WAKE])
+        elif I[WAKE_OWED]:
+            busy(w, W_CPU_ITERATION, F[C_WAKE])
+        I[WAKE_OWED] = 0
         snapshot_gauges(w, F[T])
         # File events: the connections ready at this poll, in readiness order.
         if I[PENDING_CLOSE] > 0:
