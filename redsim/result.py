@@ -498,7 +498,7 @@ def _group_tables(scenario, w: S.World, n: int, length: np.ndarray, summary: dic
     span = float(scenario.duration) - warm
     rows = []
     hists: dict[str, np.ndarray] = {}
-    ts: dict[str, np.ndarray] = {}
+    series: dict[str, np.ndarray] = {}
     if len(names) == 1:
         rows.append({"group": names[0], **{k: summary[k] for k in GROUP_METRICS}})
         hists[names[0]] = run_counts
@@ -520,17 +520,17 @@ def _group_tables(scenario, w: S.World, n: int, length: np.ndarray, summary: dic
         win = w.I[S.N_WIN]
         cut = slice(g * win, g * win + n)
         done_w = w.rc_gw_done[cut]
-        ts[f"{name}.requests_per_sec"] = done_w / length
+        series[f"{name}.requests_per_sec"] = done_w / length
         with np.errstate(invalid="ignore", divide="ignore"):
-            ts[f"{name}.latency_mean"] = np.where(done_w > 0, w.rc_gw_sum[cut] / done_w, np.nan)
-        ts[f"{name}.latency_p50"] = w.rc_gw_p50[cut]
-        ts[f"{name}.latency_p99"] = w.rc_gw_p99[cut]
-        ts[f"{name}.latency_max"] = np.where(done_w > 0, w.rc_gw_max[cut], np.nan)
-        ts[f"{name}.errors_per_sec"] = w.rc_gw_err[cut] / length
+            series[f"{name}.latency_mean"] = np.where(done_w > 0, w.rc_gw_sum[cut] / done_w, np.nan)
+        series[f"{name}.latency_p50"] = w.rc_gw_p50[cut]
+        series[f"{name}.latency_p99"] = w.rc_gw_p99[cut]
+        series[f"{name}.latency_max"] = np.where(done_w > 0, w.rc_gw_max[cut], np.nan)
+        series[f"{name}.errors_per_sec"] = w.rc_gw_err[cut] / length
     table = pd.DataFrame(rows, columns=["group", *GROUP_METRICS])
     for row in rows:
         summary.update({f"{row['group']}.{k}": row[k] for k in GROUP_METRICS})
-    return table, hists, ts
+    return table, hists, series
 
 
 STALL_CAUSES = {
