@@ -2,10 +2,11 @@
 
 The issue's target: 100 points of GitLab's full 60 GB deployment, 30
 simulated minutes each, in <= 10 minutes on 2 cores. The grid is SET TTL x
-connections per process (10 x 10); ``--points N`` runs N of them spread over
-both axes (grid index 37 j mod 100, so every pool size and TTL is visited in
-turn: the first N in grid order would all be pool size 1, the cheapest runs)
-and extrapolates, for a quicker measurement.
+connections per process (10 x 10); ``--points N`` runs N of them and
+extrapolates, for a quicker measurement: whole TTL rows of the grid (all ten
+pool sizes of a TTL, the TTLs taken 3 j mod 10 apart), as in the full sweep
+each TTL's ten points share one keyspace (``redsim sweep``'s shared start;
+``--no-shared-start`` builds each one's).
 
 Run: ``python bench/bench_sweep.py [--points 100] [--jobs 2] [--duration 30m]``.
 The folder is temporary; nothing is reused from an earlier run.
@@ -30,9 +31,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_engine import print_json  # noqa: E402
 
 
-def measure(points: int = 100, jobs: int = 2, duration: str = "30m") -> dict:
+def measure(points: int = 100, jobs: int = 2, duration: str = "30m",
+            shared_start: bool = True) -> dict:
     """``points`` of the S0 sweep on ``jobs`` workers: wall time, points per
-    minute, the minutes 100 points take at that rate, bursts and failures."""
+    minute, the minutes 100 points take at that rate, bursts and failures;
+    ``shared_start`` as ``redsim sweep`` does by default (``--no-shared-start``)."""
     spec = load_sweep({
         "name": "bench-s0", "base": str(ROOT / "scenarios" / "gitlab-2022.yaml"),
         "set": {"duration": duration}, "replications": 1,
@@ -43,13 +46,15 @@ def measure(points: int = 100, jobs: int = 2, duration: str = "30m") -> dict:
         base_dir=ROOT)
     grid = expand(spec)
     seed = replication_seed(root_seed(spec, grid), 0)
-    # 37 is coprime with 100: j -> 37 j mod 100 visits every grid point once.
-    chosen = [grid[(37 * j) % len(grid)] for j in range(min(points, len(grid)))]
+    # Grid order runs the TTL fastest: point = pool index x 10 + TTL index. 3 is
+    # coprime with 10: j -> 3 j mod 10 visits every TTL once, spread out.
+    rows = [grid[pool * 10 + (3 * j) % 10] for j in range(10) for pool in range(10)]
+    chosen = rows[:min(points, len(grid))]
     with tempfile.TemporaryDirectory(prefix="redsim-bench-sweep-") as out:
         store = RunStore(out)
         t0 = time.perf_counter()
-        _, lost = run_batch([RunTask(p.key, seed, p.scenario) for p in chosen], store,
-                            jobs=jobs, desc=spec.name)
+        _, lost = run_batch([RunTask(p.key, seed, p.scenario, shared_start) for p in chosen],
+                            store, jobs=jobs, desc=spec.name)
         wall = time.perf_counter() - t0
         # A run lost to a dead worker has no record; the figures are over the rest.
         records = [r for p in chosen if (r := store.get(p.key, seed)) is not None]
@@ -59,6 +64,7 @@ def measure(points: int = 100, jobs: int = 2, duration: str = "30m") -> dict:
             "points_per_min": per_min, "min_per_100": 100 / per_min if per_min else None,
             "sim_s_per_wall_s": n * chosen[0].scenario.duration / wall,
             "bursts": sum(bool(r["summary"].get("burst_detected")) for r in records),
+            "shared_starts": sum(bool(r.get("shared_start")) for r in records),
             "errors": [r["error"] for r in records if r["error"]], "lost": lost}
 
 
@@ -67,9 +73,11 @@ def main() -> None:
     ap.add_argument("--points", type=int, default=100)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--duration", default="30m")
+    ap.add_argument("--no-shared-start", action="store_true",
+                    help="build every point's keyspace (the sweep's behaviour before issue #23)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args()
-    m = measure(args.points, args.jobs, args.duration)
+    m = measure(args.points, args.jobs, args.duration, not args.no_shared_start)
     if args.json:
         print_json(m)
         return
@@ -79,6 +87,7 @@ def main() -> None:
           "per wall s in total")
     print(f"  100 points at this rate: {m['min_per_100']:.1f} min (target <= 10 min)")
     print(f"  mean run {wall * args.jobs / n:.1f} s of a worker; {m['bursts']} of {n} burst"
+          + f"; {m['shared_starts']} started from a shared keyspace"
           + (f"; {len(errors)} failed, first: {errors[0]}" if errors else "")
           + (f"; {len(lost)} lost: {lost[0]}" if lost else ""))
 

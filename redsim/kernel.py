@@ -33,9 +33,9 @@ class Kernel:
         info: sizes the result needs (windows, groups' names).
     """
 
-    def __init__(self, scenario: Any, seed: int) -> None:
+    def __init__(self, scenario: Any, seed: int, keyspace_images: Any = None) -> None:
         self.scenario = scenario
-        self.world, self.streams, self.info = build_world(scenario, seed)
+        self.world, self.streams, self.info = build_world(scenario, seed, keyspace_images)
         self._ref = pack(self.world)  # the kernel's view; self.world owns the arrays
 
     @property

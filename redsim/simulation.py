@@ -36,10 +36,13 @@ class Simulation:
     """One run of one scenario with one seed."""
 
     def __init__(self, scenario: Any, seed: int | None = None,
-                 progress: bool | None = None) -> None:
+                 progress: bool | None = None, keyspace_images: Any = None) -> None:
+        """``keyspace_images``: a ``model.keyspace_image.KeyspaceImages`` to
+        start from a keyspace built before with the same keyspace fields and
+        seed, and to keep this one's in (a sweep's worker passes one)."""
         self.scenario = scenario
         self.seed = scenario.seed if seed is None else int(seed)
-        self.kernel = Kernel(scenario, self.seed)
+        self.kernel = Kernel(scenario, self.seed, keyspace_images)
         self.env = simpy.Environment()
         self.horizon = float(scenario.duration)
         if progress is None:
@@ -143,24 +146,30 @@ def warm_up() -> float:
     return time.perf_counter() - t0
 
 
-def simulate(scenario: Any, seed: int | None = None, progress: bool | None = None):
-    """Run ``scenario`` (a Scenario, a path, or a dict) and return its ``Result``."""
+def simulate(scenario: Any, seed: int | None = None, progress: bool | None = None,
+             keyspace_images: Any = None):
+    """Run ``scenario`` (a Scenario, a path, or a dict) and return its ``Result``
+    (``keyspace_images``: see ``Simulation``)."""
     from redsim.config import load_scenario
 
     if not hasattr(scenario, "clients"):
         scenario = load_scenario(scenario)
-    return make_simulation(scenario, seed=seed, progress=progress).run()
+    return make_simulation(scenario, seed=seed, progress=progress,
+                           keyspace_images=keyspace_images).run()
 
 
-def make_simulation(scenario: Any, seed: int | None = None, progress: bool | None = None):
+def make_simulation(scenario: Any, seed: int | None = None, progress: bool | None = None,
+                    keyspace_images: Any = None):
     """The driver a scenario needs: ``Simulation`` for one instance with cores to
     spare (``run`` gives a ``Result``), ``redsim.host.HostSimulation`` for several
-    instances or shared cores (``run`` gives a ``HostResult``)."""
+    instances or shared cores (``run`` gives a ``HostResult``; it builds every
+    instance's keyspace, ``keyspace_images`` unused)."""
     from redsim.host.simulation import HostSimulation, uses_host
 
     if uses_host(scenario):
         return HostSimulation(scenario, seed=seed, progress=progress)
-    return Simulation(scenario, seed=seed, progress=progress)
+    return Simulation(scenario, seed=seed, progress=progress,
+                      keyspace_images=keyspace_images)
 
 
 __all__ = ["Simulation", "make_simulation", "simulate", "control_timeout", "warm_up"]

@@ -82,10 +82,10 @@ def test_rerun_is_byte_identical(reference, tmp_path) -> None:
 def test_a_failing_point_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch) -> None:
     real = redsim.simulation.simulate
 
-    def flaky(scenario, seed=None, progress=None):
+    def flaky(scenario, seed=None, progress=None, **kw):
         if scenario.clients[0].rate == 4000 and seed == 12:
             raise RuntimeError("disk on fire")
-        return real(scenario, seed=seed, progress=progress)
+        return real(scenario, seed=seed, progress=progress, **kw)
 
     monkeypatch.setattr(redsim.simulation, "simulate", flaky)
     res = run_sweep(load_sweep(_sweep()), tmp_path, jobs=1, progress=False)

@@ -16,7 +16,7 @@ import pytest
 
 from redsim import load_scenario
 from redsim.config.errors import ScenarioError
-from redsim.model import preload
+from redsim.model import preload, sizing
 from redsim.model import state as S
 from redsim.model.build import build_world
 from redsim.model.memory import POINTER, STARTUP_BYTES
@@ -174,10 +174,60 @@ def test_growing_rows_at_a_wake_up_changes_nothing(monkeypatch):
                                 {"command": "GET", "weight": 1}],
                         "keyspace": {"keys": 5000, "write-once": 0.6}}]}
     ref = Simulation(load_scenario(doc), progress=False).run()
-    monkeypatch.setattr(preload, "SPARE_ONCE", 0.0)  # rows for the preload only: grow
+    monkeypatch.setattr(sizing, "SPARE_ONCE", 0.0)  # rows for the preload only: grow
     sim = Simulation(load_scenario(doc), progress=False)
     rows0 = len(sim.world.ks_cost)
     grown = sim.run()
     assert len(sim.world.ks_cost) > rows0  # it did grow
     assert grown.summary == ref.summary
     assert grown.timeseries.equals(ref.timeseries)
+
+
+def _once_rows(doc: dict) -> tuple[int, int]:
+    """(preloaded write-once keys, write-once rows) of the built world."""
+    w = build_world(load_scenario(doc), 1)[0]
+    lo = int(w.I[S.KS_ONCE_LO])
+    return int((w.ks_cost[lo:] > 0).sum()), len(w.ks_cost) - lo
+
+
+def test_a_cache_at_maxmemory_gets_as_many_rows_for_a_day_as_for_an_hour():
+    # 2000 SET/s, 30 % write-once: 600 new keys/s, none ever deleted but by
+    # eviction; a long history fills maxmemory at time 0. Keys evicted free their
+    # rows, so the table needs the keys that fit (cap, at most 5 % + 16 over what
+    # was preloaded: sizing.once_fit) plus SPARE_WINDOW (1800 s) of creation,
+    # × SPARE_ONCE (1.25), + 1024: for the day as for the hour. Sized by rate ×
+    # duration instead, the day would take 1.25 × 600 × 86 400 = 64.8 M rows.
+    hour = _scenario(history=86_400, maxmemory="4mb", duration=3600)
+    day = {**hour, "duration": 86_400}
+    pre, rows = _once_rows(hour)
+    assert pre > 5000  # memory is full of write-once keys
+    assert _once_rows(day) == (pre, rows)
+    spare = rows - pre
+    assert 1.25 * 600 * 1800 + 1024 <= spare <= 1.25 * (600 * 1800 + 0.05 * pre + 16) + 1025
+
+
+def test_rows_without_maxmemory_cover_the_keys_a_ttl_keeps():
+    # No maxmemory, TTL 10 s: at most 600 × 10 = 6 000 write-once keys live at
+    # once; those of the last 10 s are preloaded (history unset: the TTL bounds
+    # it). Spare: 1.25 × (6 000 − 6 000 + 600 × 1 800) + 1 024 = 1 351 024 for
+    # an hour or a day. Without TTL nothing bounds them: 1.25 × 600 × 3 600 + 1 024.
+    hour = _scenario(ttl=10, history=None, duration=3600)
+    pre, rows = _once_rows(hour)
+    assert abs(pre - 6000) <= 1
+    assert rows - pre == 1_351_024
+    assert _once_rows({**hour, "duration": 86_400}) == (pre, rows)
+    pre, rows = _once_rows(_scenario(history=10, duration=3600))
+    assert rows - pre == int(1.25 * 600 * 3600) + 1024
+
+
+def test_the_key_limit_counts_rows_as_the_run_is_given_them():
+    # S0 over a year (25 000 SET+GET/s, 8 % of SETs write-once, 60 GB):
+    # 1.25 × 300/s × 1 year = 11.8 G rows if every new key had its own, far
+    # past the 100 M limit; at maxmemory the rows of evicted keys are reused,
+    # so the run needs what fits (~31 M) + 30 min of new keys: accepted.
+    load_scenario("scenarios/gitlab-2022.yaml", overrides=["duration=365d",
+                                                          "sample-interval=1h"])
+    # Without maxmemory or TTL nothing is reused: 600 new keys/s for 3 days is
+    # 1.25 × 600 × 259 200 = 194 M rows, refused, naming the field.
+    with pytest.raises(ScenarioError, match="write-once"):
+        load_scenario(_scenario(history=10, duration=3 * 86_400))

@@ -2403,7 +2403,8 @@ class Scenario(_Model):
             raise BadValue(
                 f"at most {MAX_KEYS:,} keys in the run: the keyspace, the write-once keys "
                 "preloaded (nominal rate × min(history, ttl), or what fits in maxmemory) and "
-                "those written during the run (1.25 × rate × duration)",
+                "rows for those written during the run (1.25 × rate × duration, or with "
+                "maxmemory or a TTL × what fits or lives at once + 30 min of them)",
                 f"about {rows:,.0f}", field=("clients", i, "keyspace", "write-once"))
         deepest = max(g.pipeline for g in self.clients)
         if conns * deepest > MAX_IN_FLIGHT:

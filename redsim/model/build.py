@@ -85,7 +85,7 @@ STEPS = (
     stalls.configure,
     latency.configure,
     aof.configure,
-    fork.configure,  # needs key_rows
+    fork.configure,  # needs key_rows_created
     replication.configure,
     event_loop.configure,
     io_threads.configure,
@@ -97,13 +97,23 @@ START = (arena.start, rss.start, db.start, bigkeys.start, aof.start)
 allocator's metadata base, the preload, then the AOF's base."""
 
 
-def build_world(scenario, seed: int) -> tuple[S.World, RandomStreams, dict]:
+def build_world(scenario, seed: int, images=None) -> tuple[S.World, RandomStreams, dict]:
     """Allocate and fill every array for one run.
+
+    ``images``: a ``keyspace_image.KeyspaceImages``; the keyspace is copied
+    from its image for this scenario and seed if it has one, else built and
+    an image of it kept there.
 
     Returns the world, the random streams that feed it, and a small dict of
     sizes the driver needs (windows, groups' names).
     """
     b = Blueprint(scenario, seed)
+    if images is not None:
+        from redsim.model.keyspace_image import keyspace_key
+
+        key = keyspace_key(scenario, seed)
+        b.extra.update(keyspace_images=images, keyspace_key=key,
+                       keyspace_image=images.get(key))
     for step in STEPS:
         step(b)
     b.fill("tb", **b.empirical_tables())

@@ -482,17 +482,20 @@ def configure(b) -> None:
     """The keyspace's rows (every group's key ids, then rows for write-once keys),
     its dicts' entry lists, its generator and LRU clock, and the preload plan
     (``preload.plan``; applied by ``start``). Needs ``conns`` and
-    ``max_pipeline``; gives ``key_rows`` and ``hot_keys``."""
+    ``max_pipeline``; gives ``key_rows``, ``key_rows_created`` and ``hot_keys``."""
     from redsim.model import admin, bigkeys, collection, preload
     from redsim.model import state as S
     from redsim.model.rng import server_seeds
+    from redsim.model.sizing import SPARE_ONCE
 
     sc = b.scenario
     n_hot, n_pop = first_rows(sc)  # the string groups' key ids, then DEBUG POPULATE's keys
     n_big = len(sc.big_keys)  # then the big keys (model/bigkeys.py)
     n_coll = collection.collection_keys(sc)  # then the collection keyspaces' (collection.py)
     big_lo = n_hot + n_pop
-    plans = preload.plan(sc, b.seed, b.extra["collection_rows"])
+    image = b.extra.get("keyspace_image")  # a shared start (keyspace_image.py)
+    plans = image.sizes["plans"] if image is not None else preload.plan(
+        sc, b.seed, b.extra["collection_rows"])
     once_pre, once_spare, once_low = preload.write_once_rows(plans, sc, b.size["conns"],
                                                              b.size["max_pipeline"])
     once_lo = big_lo + n_big + n_coll
@@ -512,12 +515,19 @@ def configure(b) -> None:
     b.I[S.LRU_CLOCK] = LRU_CLOCK_START
     b.I[S.KEY_LEN] = sc.clients[0].key_size
     b.extra["preload"] = plans
-    sizes, counts = _slab_demand(plans, b.extra["collection_rows"])
+    sizes, counts = image.sizes["slab_demand"] if image is not None else _slab_demand(
+        plans, b.extra["collection_rows"])
+    b.extra["preload_sizes"] = {"plans": plans, "slab_demand": (sizes, counts)}
     pop_sizes, pop_counts = admin.populate_demand(sc)
     big_sizes, big_counts = bigkeys.slab_demand(b)
     b.extra["slab_demand"] = (np.concatenate([sizes, pop_sizes, big_sizes]),
                               np.concatenate([counts, pop_counts, big_counts]))
-    b.size.update(key_rows=n_keys, hot_keys=n_hot, once_lo=once_lo)
+    # Fork's page bitmap spans 4 KB a row without maxmemory: the rows of every
+    # key the run creates, as if none were evicted or expired.
+    rate = sum(p.once_rate for p in plans if p is not None)
+    once_all = max(once_spare, int(SPARE_ONCE * rate * float(sc.duration)) + 1024)
+    b.size.update(key_rows=n_keys, hot_keys=n_hot, once_lo=once_lo,
+                  key_rows_created=once_lo + once_pre + (once_all if once_spare else 0))
 
 
 def first_rows(scenario) -> tuple[int, int]:
@@ -548,7 +558,28 @@ def _slab_demand(plans, collections) -> tuple[np.ndarray, np.ndarray]:
 
 
 def start(w, b) -> None:
-    """Place the preloaded keys (``preload.apply``) in the laid-out world."""
-    from redsim.model import preload
+    """Place the preloaded keys (``preload.apply``) in the laid-out world, or
+    copy them from a shared start's image (``keyspace_image``); with an image
+    store (``b.extra["keyspace_images"]``), keep an image of them."""
+    from redsim.model import keyspace_image, preload
 
-    preload.apply(w, b.extra["preload"], b.scenario, b.seed, b.size["once_lo"])
+    plans = b.extra.pop("preload")
+    image = b.extra.get("keyspace_image")
+    images = b.extra.get("keyspace_images")
+    if image is not None:
+        if keyspace_image.fits(image, w):
+            keyspace_image.restore(image, w)
+            images.hits += 1
+            return
+        # Not the state the image was taken from: build afresh (the same plan,
+        # drawn again), and keep the image for the runs it fits.
+        plans = preload.plan(b.scenario, b.seed, b.extra["collection_rows"])
+        images.misses += 1
+        preload.apply(w, plans, b.scenario, b.seed, b.size["once_lo"])
+        return
+    if images is not None:
+        images.misses += 1
+    snap = keyspace_image.Snapshot(w) if images is not None else None
+    preload.apply(w, plans, b.scenario, b.seed, b.size["once_lo"])
+    if snap is not None:
+        images.put(snap.image(w, b.extra["keyspace_key"], b.extra.pop("preload_sizes")))

@@ -374,7 +374,7 @@ def dataset_rdb_bytes(world):
 def configure(b) -> None:
     """The ``save`` points, the host's fork and copy-on-write costs
     (``host.fork`` preset or ``fork-per-gb``), transparent huge pages, the
-    copy-on-write page bitmap, and the per-fork records. Needs ``key_rows``."""
+    copy-on-write page bitmap, and the per-fork records. Needs ``key_rows_created``."""
     import numpy as np
 
     from redsim.model import state as S
@@ -395,7 +395,7 @@ def configure(b) -> None:
     b.F[S.COW_COPY_B] = 1.0 / host.cow_copy_bandwidth
     b.F[S.CHILD_KEY_RATE] = host.child_keys_per_sec
     b.F[S.CHILD_END] = math.inf
-    page_shift, pg_words = _pages(sc, b.size["key_rows"])
+    page_shift, pg_words = _pages(sc, b.size["key_rows_created"])
     b.I[S.PAGE_SHIFT] = page_shift
     b.I[S.PG_WORDS] = pg_words
     b.fill("pg", cow=np.zeros(pg_words, np.int64))

@@ -72,10 +72,15 @@ def code_hash(sources: tuple[str, ...] = KERNEL_SOURCES, skip: tuple[str, ...] =
     return h.hexdigest()
 
 
+NOT_COMPILED = ("model/keyspace_image.py",)
+"""Model files with no compiled code, called only from Python around the kernel:
+left out of the kernel's cache key (not out of ``result.model_version``)."""
+
+
 def kernel_cache_dir() -> Path:
     """The on-disk cache directory for this exact kernel code and numba version."""
     h = hashlib.sha256(numba.__version__.encode())
-    h.update(code_hash().encode())
+    h.update(code_hash(skip=NOT_COMPILED).encode())
     base = os.environ.get("REDSIM_CACHE_DIR") or Path(
         os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "redsim"
     return Path(base) / f"kernel-{h.hexdigest()[:16]}"

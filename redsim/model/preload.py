@@ -52,11 +52,11 @@ from redsim.model.jit import entry
 from redsim.model.memory import POINTER, STARTUP_BYTES
 from redsim.model.objects import string_keys_bytes
 from redsim.model.sizing import (
-    SPARE_ONCE,
     nominal_rate,
     once_fit,
     once_span,
     stream_rates,
+    write_once_spare,
     write_ttl,
 )
 from redsim.model.world import as_world, pack, prefetch
@@ -79,6 +79,14 @@ class GroupPreload:
     once_expires: np.ndarray
     once_lrus: np.ndarray
     once_rate: float  # write-once keys created per s (nominal)
+    once_cap: float = math.inf  # the most write-once keys present at once (inf: no bound)
+    once_count: int = 0  # len(once_vlens), kept by release
+
+    def release(self) -> None:
+        """Drop the per-key arrays, once ``apply`` has placed them."""
+        empty = np.zeros(0, np.int64)
+        self.keys = self.vlens = self.lrus = self.once_vlens = self.once_lrus = empty
+        self.expires = self.once_expires = np.zeros(0)
 
 
 def _key_probabilities(grp, keys: np.ndarray) -> np.ndarray | float:
@@ -259,16 +267,23 @@ def plan(scenario, seed: int,
                     m = len(keys)
             planned_bytes += int(hot.sum())
         once_vlens = np.zeros(0, np.int64)
+        # The most write-once keys the group can hold at once: those written
+        # within a TTL, and no more than fit beside its keys (write_once_rows).
+        once_cap = once_rate * ttl if has_ttl else math.inf
+        if maxmemory > 0:
+            room = limit - planned_bytes
+            per_key = hot.mean() if m else float(grp.value_size.mean) + grp.key_size
+            once_cap = min(once_cap, once_fit(room, per_key))
         if once_rate > 0 and ks.history != 0:
             span = once_span(grp)
             if maxmemory > 0:  # no more than fits under the limit beside the group's keys
-                room = limit - planned_bytes
-                per_key = hot.mean() if m else float(grp.value_size.mean) + grp.key_size
                 n_max = min(once_rate * span, once_fit(room, per_key))
                 once_vlens = _vlens(rng, grp, int(round(n_max)))
                 costs = string_keys_bytes(grp.key_size, once_vlens, has_ttl, q16)
                 once_vlens = once_vlens[:_fit(costs, room, planned + m, has_ttl)]
                 planned_bytes += int(costs[:len(once_vlens)].sum())
+                if once_rate * span >= once_fit(room, per_key):
+                    once_cap = min(once_cap, len(once_vlens))  # memory full: what fitted
             else:
                 once_vlens = _vlens(rng, grp, int(round(once_rate * span)))
         n_once = len(once_vlens)
@@ -280,7 +295,8 @@ def plan(scenario, seed: int,
             lrus=lrus.astype(np.int64),
             once_vlens=once_vlens,
             once_expires=ttl - ages if math.isfinite(ttl) else np.full(n_once, np.inf),
-            once_lrus=-np.ceil(ages).astype(np.int64), once_rate=once_rate))
+            once_lrus=-np.ceil(ages).astype(np.int64), once_rate=once_rate,
+            once_cap=once_cap, once_count=n_once))
     return plans
 
 
@@ -291,14 +307,19 @@ def write_once_rows(plans: list[GroupPreload | None], scenario, conns: int,
     One event-loop iteration runs at most ``conns × max_pipeline`` commands,
     each creating at most one write-once key, so the kernel asks for more rows
     while that many are still free. The spare rows cover the run's expected
-    new keys, so growing is rare.
+    new keys up to the most its groups can hold at once (``write_once_spare``:
+    the rows of evicted and expired keys are reused), so growing is rare and a
+    long run at maxmemory takes no more rows than a short one.
     """
-    preloaded = sum(len(p.once_vlens) for p in plans if p is not None)
-    rate = sum(p.once_rate for p in plans if p is not None)
+    groups = [p for p in plans if p is not None]
+    preloaded = sum(p.once_count for p in groups)
+    rate = sum(p.once_rate for p in groups)
     if rate <= 0 and not any(g.keyspace.write_once > 0 for g in scenario.clients):
         return 0, 0, 0
     low = conns * max_pipeline + 64
-    spare = max(4 * low, int(SPARE_ONCE * rate * float(scenario.duration)) + 1024)
+    new = sum(write_once_spare(p.once_rate, float(scenario.duration), p.once_count,
+                               p.once_cap) for p in groups)
+    spare = max(4 * low, int(new) + 1024)
     return preloaded, spare, low
 
 
@@ -350,6 +371,8 @@ def apply(w: S.World, plans: list[GroupPreload | None], scenario, seed: int,
             rows = np.arange(row, row + n, dtype=np.int64)
             row += preload(ref, rows, p.once_vlens, p.once_expires, p.once_lrus, p.key_len,
                            limit)
+            del rows
+        p.release()  # S0's plan is ~0.8 GB: give it back before the shuffle draws
     w.I[S.KS_APPEND_EXPIRES] = 0
     shuffle_expires(ref, rng.random(int(w.I[S.KS_EXPIRES])))
     free = np.arange(len(w.ks_cost) - 1, row - 1, -1, dtype=np.int64)  # lowest popped first

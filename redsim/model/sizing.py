@@ -94,21 +94,45 @@ def once_fit(room: float, per_key: float) -> float:
 SPARE_ONCE = 1.25
 """Spare write-once rows per write-once key the run is expected to create."""
 
+SPARE_WINDOW = 1800.0
+"""s: a group that can hold no more write-once keys than it holds (maxmemory
+full, or every key younger than its TTL present) still gets rows for this long
+of creation, for the keys evicted or expired whose rows are not free yet and
+for a keyspace that shrinks; past that the kernel grows the table
+(``db.grow_write_once``), which changes nothing in the run."""
+
+
+def write_once_spare(rate: float, duration: float, preloaded: float, cap: float) -> float:
+    """Write-once rows, beyond the ``preloaded`` ones, a group creating ``rate``
+    keys/s is given for ``duration`` s: ``SPARE_ONCE`` × the keys it will create,
+    but no more than it can hold at once (``cap``: what fits in maxmemory, or
+    ``rate`` × TTL; inf: no bound) less those preloaded, plus ``SPARE_WINDOW``
+    of creation. An evicted or expired key's row is reused, so a cache at
+    maxmemory needs as many rows after a day as after half an hour."""
+    new = rate * duration
+    if math.isfinite(cap):
+        new = min(new, max(cap - preloaded, 0.0) + rate * min(duration, SPARE_WINDOW))
+    return SPARE_ONCE * new
+
 
 def write_once_rows_bound(grp: Any, maxmemory: int, duration: float) -> float:
     """About how many write-once key rows group ``grp`` takes (``preload.plan`` and
     ``preload.write_once_rows``): those preloaded (at its peak nominal rate, or what
-    fits in maxmemory) plus ``SPARE_ONCE`` × its rate × duration for the run."""
+    fits in maxmemory) plus the spare rows for the run (``write_once_spare``)."""
     if grp.keyspace.write_once <= 0:
         return 0.0
     rate = nominal_rate(grp, peak=True)
     if rate is None:
         return 0.0  # no nominal rate: preload.plan preloads none
     once = stream_rates(grp, rate)[2]
-    preloaded = once * once_span(grp)
+    ttl = write_ttl(grp)
+    cap = once * ttl if math.isfinite(ttl) else math.inf
     if maxmemory > 0:
-        preloaded = min(preloaded, once_fit(maxmemory, grp.value_size.mean + grp.key_size))
-    return (preloaded if math.isfinite(preloaded) else math.inf) + SPARE_ONCE * once * duration
+        cap = min(cap, once_fit(maxmemory, grp.value_size.mean + grp.key_size))
+    preloaded = min(once * once_span(grp), cap)
+    if not math.isfinite(preloaded):
+        return math.inf
+    return preloaded + write_once_spare(once, duration, preloaded, cap)
 
 
 ABANDON_ROWS = 3

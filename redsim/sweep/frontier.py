@@ -186,7 +186,8 @@ def find_frontier(spec: SweepSpec, out: str | Path, *, jobs: int | None = None,
                   executor: str = "local", scheduler: Any = None, resume: bool = False,
                   progress: bool = True, overrides: tuple[str, ...] = (),
                   replications: int | None = None,
-                  max_points: int = DEFAULT_MAX_POINTS) -> FrontierResult:
+                  max_points: int = DEFAULT_MAX_POINTS,
+                  shared_start: bool = True) -> FrontierResult:
     """Find the burst frontier of a sweep with a ``frontier:`` section.
 
     Writes ``frontier.csv/.parquet`` (one row per x: ``y_ok``, the y on the
@@ -197,7 +198,8 @@ def find_frontier(spec: SweepSpec, out: str | Path, *, jobs: int | None = None,
     fails is a ``FigureWarning``.
 
     ``max_points`` bounds the runs the bisection may need, x values x (2 +
-    iterations) x replications, checked before anything runs.
+    iterations) x replications, checked before anything runs. ``shared_start``:
+    as for ``run_sweep``.
     """
     f = spec.frontier
     if f is None:
@@ -240,7 +242,8 @@ def find_frontier(spec: SweepSpec, out: str | Path, *, jobs: int | None = None,
         if not seeds and pts:
             root = root_seed(spec, list(pts.values()))
             seeds.extend(root + r for r in range(reps))
-        tasks = [RunTask(p.key, s, p.scenario) for p in pts.values() for s in seeds]
+        tasks = [RunTask(p.key, s, p.scenario, shared_start and executor == "local")
+                 for p in pts.values() for s in seeds]
         run_batch(tasks, store, executor=executor, jobs=jobs, scheduler=scheduler,
                   progress=progress, desc=f"{spec.name} frontier")
         for (i, y), p in pts.items():

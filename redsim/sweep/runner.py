@@ -41,11 +41,34 @@ class SweepError(Exception):
 
 @dataclass(frozen=True)
 class RunTask:
-    """One run to execute: a validated scenario and a seed."""
+    """One run to execute: a validated scenario and a seed; ``shared_start``:
+    start from the keyspace image the process kept from an earlier run with
+    the same keyspace fields and seed, if it has one (``keyspace_image``)."""
 
     key: str
     seed: int
     scenario: Scenario
+    shared_start: bool = False
+
+
+_IMAGES: Any = None
+"""This process's keyspace images (one at a time), made on first use."""
+
+
+def keyspace_images() -> Any:
+    """This process's ``KeyspaceImages`` (a worker's, kept from run to run)."""
+    global _IMAGES
+    if _IMAGES is None:
+        from redsim.model.keyspace_image import KeyspaceImages
+
+        _IMAGES = KeyspaceImages(keep=1)
+    return _IMAGES
+
+
+def drop_keyspace_images() -> None:
+    """Forget this process's keyspace images (their memory goes back)."""
+    global _IMAGES
+    _IMAGES = None
 
 
 def execute(task: RunTask) -> dict[str, Any]:
@@ -55,15 +78,19 @@ def execute(task: RunTask) -> dict[str, Any]:
         ``key``, ``seed``, ``summary`` (the Result's summary; empty on error),
         ``error`` ("" or "ExceptionType: message" and the innermost frames),
         ``phases`` (the cycle table's rows), ``peaks`` (``run_peaks``),
-        ``wall_s``, and ``model`` (the hash of the model's source that ran it).
+        ``wall_s``, ``shared_start`` (True if the keyspace came from an image),
+        and ``model`` (the hash of the model's source that ran it).
     """
     from redsim.simulation import simulate
 
     t0 = time.perf_counter()
     cycles: list[dict] = []
     peaks: dict[str, float] = {}
+    images = keyspace_images() if task.shared_start else None
+    hits = images.hits if images is not None else 0
     try:
-        result = simulate(task.scenario, seed=task.seed, progress=False)
+        result = simulate(task.scenario, seed=task.seed, progress=False,
+                          keyspace_images=images)
         summary, error = result.summary, ""
         cycles = result.phases().to_dict("records")
         peaks = run_peaks(result.timeseries)
@@ -73,7 +100,26 @@ def execute(task: RunTask) -> dict[str, Any]:
         summary, error = {}, f"{type(exc).__name__}: {exc} ({where})"
     return {"key": task.key, "seed": task.seed, "summary": summary, "error": error,
             "phases": cycles, "peaks": peaks, "wall_s": time.perf_counter() - t0,
+            "shared_start": images is not None and images.hits > hits,
             "model": model_version()}
+
+
+def shared_start_order(tasks: list[RunTask]) -> list[RunTask]:
+    """The tasks with those that can share a keyspace next to each other (same
+    ``keyspace_key``), each group in the order of its first task, and within a
+    group the fewest connections first: an image serves runs whose slab and
+    row spares are at least its own (``keyspace_image.fits``). A worker then
+    builds each keyspace about once. Results do not depend on the order."""
+    from redsim.model.keyspace_image import keyspace_key
+    from redsim.model.sizing import connection_rows
+
+    if not any(t.shared_start for t in tasks):
+        return tasks
+    keys = [keyspace_key(t.scenario, t.seed) for t in tasks]
+    first = {k: i for i, k in reversed(list(enumerate(keys)))}
+    conns = [sum(g.processes * connection_rows(g) for g in t.scenario.clients) for t in tasks]
+    order = sorted(range(len(tasks)), key=lambda i: (first[keys[i]], conns[i], i))
+    return [tasks[i] for i in order]
 
 
 def run_peaks(ts: pd.DataFrame) -> dict[str, float]:
@@ -121,6 +167,7 @@ def run_batch(tasks: list[RunTask], store: RunStore, *, executor: str = "local",
     """
     todo = [t for t in tasks if store.get(t.key, t.seed) is None]
     todo = list({(t.key, t.seed): t for t in todo}.values())  # a run once, however asked
+    todo = shared_start_order(todo)
     lost: list[str] = []
     if not todo:
         return 0, lost
@@ -153,6 +200,7 @@ def run_batch(tasks: list[RunTask], store: RunStore, *, executor: str = "local",
     finally:
         if bar is not None:
             bar.close()
+        drop_keyspace_images()  # a serial batch kept them in this process
     return len(todo), lost
 
 
@@ -178,7 +226,8 @@ def write_tables(spec: SweepSpec, points: list[Point], seeds: list[int],
     write_table(agg, out / "aggregate")
     timings = pd.DataFrame.from_records(
         [{"point": p.index, "replication": r, "seed": s,
-          "wall_s": records[(p.key, s)].get("wall_s")}
+          "wall_s": records[(p.key, s)].get("wall_s"),
+          "shared_start": bool(records[(p.key, s)].get("shared_start"))}
          for p in points for r, s in enumerate(seeds) if (p.key, s) in records])
     atomic_write_bytes(out / "timings.csv", timings.to_csv(index=False).encode())
     return runs, agg
@@ -267,7 +316,8 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int | None = None,
               progress: bool = True, overrides: tuple[str, ...] = (),
               replications: int | None = None,
               on_stored: Callable[[dict], None] | None = None,
-              max_points: int = DEFAULT_MAX_POINTS) -> SweepResult:
+              max_points: int = DEFAULT_MAX_POINTS,
+              shared_start: bool = True) -> SweepResult:
     """Run every point x replication of a sweep into the folder ``out``.
 
     Args:
@@ -282,6 +332,11 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int | None = None,
         on_stored: called with each run's record once it is on disk.
         max_points: the most runs (points x replications) the sweep may have;
             past it nothing runs and the error says how many it would have.
+        shared_start: with the local executor, each worker keeps the keyspace
+            it built last (``model/keyspace_image.py``; ~2.6 GB for S0) and
+            starts the runs with the same keyspace fields and seed from it, run
+            one after another: the same results without building each keyspace
+            again. False builds every run's own (less memory).
 
     The tables are written before the figures, also when runs fail or the sweep
     is interrupted; a figure that fails is a ``FigureWarning``, not an error.
@@ -301,7 +356,8 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int | None = None,
                          "keep them and run the rest, or choose another --out")
     store.out.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(store.out / "sweep.yaml", dump_spec(spec).encode())
-    tasks = [RunTask(p.key, s, p.scenario) for p in points for s in seeds]
+    tasks = [RunTask(p.key, s, p.scenario, shared_start and executor == "local")
+             for p in points for s in seeds]
     ran, lost = 0, []
     try:
         ran, lost = run_batch(tasks, store, executor=executor, jobs=jobs,
