@@ -4,9 +4,10 @@ The issue's target: 100 points of GitLab's full 60 GB deployment, 30
 simulated minutes each, in <= 10 minutes on 2 cores. The grid is SET TTL x
 connections per process (10 x 10); ``--points N`` runs N of them and
 extrapolates, for a quicker measurement: whole TTL rows of the grid (all ten
-pool sizes of a TTL, the TTLs taken 3 j mod 10 apart), as in the full sweep
-each TTL's ten points share one keyspace (``redsim sweep``'s shared start;
-``--no-shared-start`` builds each one's).
+pool sizes of a TTL), as in the full sweep each TTL's ten points share one
+keyspace (``redsim sweep``'s shared start; ``--no-shared-start`` builds each
+one's). The k rows are spread over the TTLs, row (i + 1/2) 10 / k, since a
+longer TTL keeps more keys and costs more to build and to run.
 
 Run: ``python bench/bench_sweep.py [--points 100] [--jobs 2] [--duration 30m]``.
 The folder is temporary; nothing is reused from an earlier run.
@@ -46,10 +47,10 @@ def measure(points: int = 100, jobs: int = 2, duration: str = "30m",
         base_dir=ROOT)
     grid = expand(spec)
     seed = replication_seed(root_seed(spec, grid), 0)
-    # Grid order runs the TTL fastest: point = pool index x 10 + TTL index. 3 is
-    # coprime with 10: j -> 3 j mod 10 visits every TTL once, spread out.
-    rows = [grid[pool * 10 + (3 * j) % 10] for j in range(10) for pool in range(10)]
-    chosen = rows[:min(points, len(grid))]
+    # Grid order runs the TTL fastest: point = pool index x 10 + TTL index.
+    k = min(10, -(-points // 10))
+    ttls = [int((i + 0.5) * 10 / k) for i in range(k)]
+    chosen = [grid[pool * 10 + t] for t in ttls for pool in range(10)][:points]
     with tempfile.TemporaryDirectory(prefix="redsim-bench-sweep-") as out:
         store = RunStore(out)
         t0 = time.perf_counter()
