@@ -140,7 +140,7 @@ def test_redsim_run_prints_its_table_when_a_figure_fails(
     class Replay:
         """Simulation, replaced by the run the fixture made (same scenario, seed 1)."""
 
-        def __init__(self, scenario, seed=None, progress=None) -> None:
+        def __init__(self, scenario, seed=None, progress=None, **kw) -> None:
             pass
 
         def run(self) -> Result:
