@@ -871,7 +871,13 @@ def scenario_hash(scenario: Scenario) -> str:
     scenario a different hash in every checkout (and make committed results look
     stale on CI); what a run depends on is the trace's content, so that is hashed.
     """
-    data = resolved_dict(scenario)
+    return resolved_hash(resolved_dict(scenario))
+
+
+def resolved_hash(data: dict[str, Any]) -> str:
+    """``scenario_hash`` of a resolved scenario's data (``resolved_dict``, possibly
+    with fields left out or set, as ``model.keyspace_image.keyspace_key`` does);
+    the trace, calibration and redis.conf paths in ``data`` are replaced."""
     for group in data["clients"]:
         if group.get("trace") is not None:
             group["trace"] = "sha256:" + _file_sha256(group["trace"])

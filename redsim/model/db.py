@@ -464,15 +464,23 @@ def grow_write_once(world: World, extra: int) -> World:
         col[:n] = getattr(world, name)
     for name in ("ks_dense", "ks_xdense", *(f"ks_{f}" for f in HANDLE_FIELDS)):
         fields[name] = np.concatenate([getattr(world, name), np.zeros(extra, np.int64)])
-    free_n = int(I[KS_FREE_N])
     free = np.zeros(len(world.ks_free) + extra, np.int64)
-    # The new rows go under the old free ones, lowest popped first after them.
-    free[:extra] = np.arange(n + extra - 1, n - 1, -1)
-    free[extra:extra + free_n] = world.ks_free[:free_n]
+    I[KS_FREE_N] = grown_free_stack(free, world.ks_free, int(I[KS_FREE_N]), n, extra)
     fields["ks_free"] = free
-    I[KS_FREE_N] = free_n + extra
     I[KS_LOW] = 0
     return world._replace(**fields)
+
+
+def grown_free_stack(free: np.ndarray, old: np.ndarray, free_n: int, n: int,
+                     extra: int) -> int:
+    """Fill ``free`` with the write-once rows' free stack once rows ``n`` to
+    ``n + extra - 1`` are added to a table of ``n``: the new rows under the
+    ``free_n`` free ones of ``old``, so rows are popped in the order a table
+    that had them from the start pops them (lowest first). Returns the count."""
+    free[:extra] = np.arange(n + extra - 1, n - 1, -1)
+    free[extra:extra + free_n] = old[:free_n]
+    free[extra + free_n:] = 0
+    return free_n + extra
 
 
 # ---- configuration (Python, once per run) ---------------------------------------------

@@ -30,7 +30,6 @@ for S0, held by each process that keeps one (``KeyspaceImages.keep``).
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,17 +77,15 @@ def _drop(data: Any, path: tuple[str, ...]) -> None:
 
 
 def keyspace_key(scenario: Any, seed: int) -> str:
-    """sha256 (hex) of the seed and the scenario without ``NOT_KEYSPACE``'s
-    fields (``config.scenario_hash``'s canonical form): runs with equal keys
-    start from the same keyspace."""
-    from redsim.config.loader import resolved_dict
+    """``config.scenario_hash`` of the scenario without ``NOT_KEYSPACE``'s fields
+    and with the run's seed: runs with equal keys start from the same keyspace."""
+    from redsim.config.loader import resolved_dict, resolved_hash
 
     data = resolved_dict(scenario)
     for path in NOT_KEYSPACE:
         _drop(data, path)
-    text = json.dumps({"seed": int(seed), "scenario": data},
-                      sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    data["seed"] = int(seed)
+    return resolved_hash(data)
 
 
 def _digest(a: np.ndarray) -> str:
@@ -175,6 +172,7 @@ def restore(img: KeyspaceImage, w) -> None:
     out for its slab ids (``arena.grow``)."""
     from redsim.model import nonfull
     from redsim.model import state as S
+    from redsim.model.db import grown_free_stack
 
     free_rows = len(w.ks_free)
     for name, (idx, _before, after) in img.scalars.items():
@@ -184,13 +182,8 @@ def restore(img: KeyspaceImage, w) -> None:
             getattr(w, name)[:len(a)] = a  # a longer array's tail stays as built
     free = img.arrays.get("ks_free")
     if free is not None:
-        extra = free_rows - len(free)
-        n = len(img.arrays["ks_cost"])
-        free_n = int(w.I[S.KS_FREE_N])
-        w.ks_free[:extra] = np.arange(n + extra - 1, n - 1, -1)
-        w.ks_free[extra:extra + free_n] = free[:free_n]
-        w.ks_free[extra + free_n:] = 0
-        w.I[S.KS_FREE_N] = free_n + extra
+        w.I[S.KS_FREE_N] = grown_free_stack(w.ks_free, free, int(w.I[S.KS_FREE_N]),
+                                            len(img.arrays["ks_cost"]), free_rows - len(free))
     bits = img.arrays.get("sb_nonfull_bits")
     if bits is not None:
         w.sb_nonfull_bits[:] = bits if len(bits) == len(w.sb_nonfull_bits) else \
