@@ -103,14 +103,13 @@ def _short(symbol: str) -> str:
     return ".".join(parts[2:]) if parts[:2] == ["redsim", "model"] else ".".join(parts)
 
 
-def _kernel_functions() -> list[tuple[int, int, str]]:
-    """(address, size, name) of the functions in the loaded ``event_loop.run``."""
+def kernel_objects() -> list[bytes]:
+    """The ELF object code numba cached for ``event_loop.run`` (the whole
+    kernel: every ``step`` it calls is in it), one per cache entry."""
     import struct
 
-    from redsim.model import event_loop
     from redsim.model.jit import kernel_cache_dir
 
-    lib = next(iter(event_loop.run.overloads.values())).library
     out = []
     for nbc in sorted(kernel_cache_dir().rglob("event_loop.run-*.nbc")):
         data = nbc.read_bytes()
@@ -119,20 +118,40 @@ def _kernel_functions() -> list[tuple[int, int, str]]:
             continue
         shoff, = struct.unpack_from("<Q", data, i + 0x28)
         shentsize, shnum = struct.unpack_from("<HH", data, i + 0x3A)
+        out.append(data[i:i + shoff + shentsize * shnum])
+    return out
+
+
+def object_symbols(obj: Path) -> list[tuple[int, int, str]]:
+    """(offset, size, mangled name) of the functions defined in object file ``obj`` (``nm``)."""
+    nm = subprocess.run(["nm", "-S", "--defined-only", str(obj)],
+                        capture_output=True, text=True).stdout
+    out = []
+    for line in nm.splitlines():
+        cols = line.split()
+        if len(cols) == 4 and cols[2] in "TtWw":
+            out.append((int(cols[0], 16), int(cols[1], 16), cols[3]))
+    return out
+
+
+def _kernel_functions() -> list[tuple[int, int, str]]:
+    """(address, size, name) of the functions in the loaded ``event_loop.run``."""
+    from redsim.model import event_loop
+
+    lib = next(iter(event_loop.run.overloads.values())).library
+    out = []
+    for data in kernel_objects():
         with tempfile.NamedTemporaryFile(suffix=".o") as obj:
-            obj.write(data[i:i + shoff + shentsize * shnum])
+            obj.write(data)
             obj.flush()
-            nm = subprocess.run(["nm", "-S", "--defined-only", obj.name],
-                                capture_output=True, text=True).stdout
-        for line in nm.splitlines():
-            cols = line.split()
-            if len(cols) == 4 and cols[2] in "TtWw":
-                try:
-                    addr = lib.get_pointer_to_function(cols[3])
-                except Exception:  # noqa: BLE001 - a symbol the engine did not keep
-                    continue
-                if addr:
-                    out.append((addr, int(cols[1], 16), _short(cols[3])))
+            symbols = object_symbols(Path(obj.name))
+        for _offset, size, symbol in symbols:
+            try:
+                addr = lib.get_pointer_to_function(symbol)
+            except Exception:  # noqa: BLE001 - a symbol the engine did not keep
+                continue
+            if addr:
+                out.append((addr, size, _short(symbol)))
     return out
 
 
