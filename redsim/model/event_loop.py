@@ -179,8 +179,8 @@ from redsim.model.state import (
     READY_N,
     READY_PASS,
     REDIS_62,
+    REPL_N,
     REPL_NEXT,
-    REPL_ON,
     RET_REFILL,
     RET_STOP,
     RNG_LOW,
@@ -752,7 +752,7 @@ def server_cron(w):
     resize_dicts(w)  # databasesCron
     decay_cron(w)  # jemalloc's background thread purges dirty pages as epochs pass
     persistence_cron(w)  # a finished child, save points, AOF rewrite
-    if I[REPL_ON]:
+    if I[REPL_N] > 0:
         replication.replication_cron(w)  # a sync's child done; once a second: pings, forks
     aof_cron(w)  # a postponed AOF flush
     I[CRONLOOPS] += 1
@@ -816,7 +816,7 @@ def blocked_iteration(w):
             if I[AOF_ON]:
                 flush_append_only_file(w, np.bool_(False))
             handle_clients_with_pending_writes(w)
-            if I[REPL_ON]:
+            if I[REPL_N] > 0:
                 replication.before_sleep(w)
             I[SCRIPT_STEP] += 1
         advance_clients(w, F[T])
@@ -891,7 +891,7 @@ def run(world, t_stop):
             if I[AOF_ON]:  # group commit: before any reply of this iteration leaves
                 flush_append_only_file(w, np.bool_(False))
             handle_clients_with_pending_writes(w)
-            if I[REPL_ON]:  # the replicas are in clients_pending_write too
+            if I[REPL_N] > 0:  # the replicas are in clients_pending_write too
                 replication.before_sleep(w)
             if I[CE_LIMIT] > 0:
                 evict_clients(w)
@@ -909,7 +909,7 @@ def run(world, t_stop):
                 # The model writes the rest at the next beforeSleep rather than
                 # in that poll's file events (sendReplyToClient).
                 F[POLL_WAKE] = F[T]
-            if I[REPL_ON] and F[REPL_NEXT] < F[POLL_WAKE]:
+            if I[REPL_N] > 0 and F[REPL_NEXT] < F[POLL_WAKE]:
                 # A replica's PSYNC, a load's end or room in its socket wakes the poll.
                 F[POLL_WAKE] = max(F[REPL_NEXT], F[T])
             I[PHASE] = PH_POLL

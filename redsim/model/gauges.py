@@ -39,7 +39,7 @@ from redsim.model.state import (
     MEM_CLIENTS_INFO,
     N_WIN,
     PAGE_SHIFT,
-    REPL_ON,
+    REPL_N,
     SNAP_WIN,
     T_NEXT_SNAP,
     W_HZ,
@@ -97,7 +97,7 @@ def snapshot_gauges(w, te):
         w.rc_wi[cell(I, WI_DIRTY, k)] = I[DIRTY]
         w.rc_wi[cell(I, WI_DF_RUNNING, k)] = I[DF_RUNNING]
         w.rc_wi[cell(I, WI_LF_PENDING, k)] = I[LF_OBJECTS]
-        if I[REPL_ON]:
+        if I[REPL_N] > 0:
             replication.snapshot(w, k)
         I[SNAP_WIN] = k + 1
         F[T_NEXT_SNAP] += F[DT]

@@ -208,7 +208,6 @@ from redsim.observe.bins import cell, count
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
 # says what each entry holds: where, name, dtype, unit, kind, doc).
 FIELDS = (
-    ("I", "REPL_ON", "i8", "-", "config", "1: the scenario has replicas"),
     ("I", "REPL_N", "i8", "-", "config", "replicas (rows of the rp part)"),
     ("I", "REPL_HARD", "i8", "B", "config",
      "client-output-buffer-limit replica's hard limit, B (0 = none; raised to "
@@ -521,6 +520,18 @@ def share_link(w, r, t):
         w.rp_t_wire[r] = t
 
 
+@leaf
+def loading_read(w, r, t):
+    """A dual-channel replica loading the RDB reads the main channel between
+    its load's chunks (``LOADING_READ_SHARE`` of its load rate, at most the
+    link's) into its buffer, up to its limit: what has reached it by t.
+    Returns that read rate, B/s."""
+    rate = min(w.rp_bw[r], w.rp_load[r] * LOADING_READ_SHARE)
+    w.rp_wire[r] = advance_link(w, r, min(w.rp_sent[r], read_limit(w, r)), w.rp_wire[r],
+                                rate, t)
+    return rate
+
+
 @step
 def write_dual(w, r, t):
     """A dual-channel full sync from the primary's side: the RDB goes from the
@@ -551,8 +562,7 @@ def write_dual(w, r, t):
     if st == RS_BGSAVE:
         rate = bw
     elif st == RS_LOADING:
-        rate = min(bw, w.rp_load[r] * LOADING_READ_SHARE)
-        w.rp_wire[r] = advance_link(w, r, min(w.rp_sent[r], limit), w.rp_wire[r], rate, t)
+        rate = loading_read(w, r, t)
         wake = w.rp_t_next[r]
     elif st == RS_APPLYING:
         wake = w.rp_t_next[r]
@@ -574,9 +584,7 @@ def loaded(w, r, t):
         go_online(w, r, t)
         return
     if w.rp_state[r] == RS_LOADING:  # what reached it until the load's end
-        rate = min(w.rp_bw[r], w.rp_load[r] * LOADING_READ_SHARE)
-        w.rp_wire[r] = advance_link(w, r, min(w.rp_sent[r], read_limit(w, r)),
-                                    w.rp_wire[r], rate, t)
+        loading_read(w, r, t)
     local = w.rp_wire[r] - w.rp_init_off[r]
     w.rp_state[r] = RS_APPLYING
     w.rp_t_next[r] = t + local / w.rp_apply[r]
@@ -631,13 +639,20 @@ def drop(w, r, event, detail):
     if event == RE_DROP_HARD or event == RE_DROP_SOFT:
         I[STAT_REPL_OBUF_DROPS] += 1
         count(w, WI_REPL_DROPS, t, 1)
-    if st == RS_BGSAVE and I[CHILD_SOCKET]:
+    if st == RS_BGSAVE and I[CHILD_SOCKET] and bgsave_replica(w, -1) < 0:
         # rdbPipeReadHandler: "Diskless rdb transfer, last replica dropped,
         # killing fork child." The child exits now; serverCron reaps it.
-        for q in range(I[REPL_N]):
-            if w.rp_state[q] == RS_BGSAVE:
-                return
         F[CHILD_END] = t
+
+
+@leaf
+def bgsave_replica(w, skip):
+    """The first replica but ``skip`` whose full sync waits on the running
+    BGSAVE (``RS_BGSAVE``), or -1."""
+    for q in range(w.I[REPL_N]):
+        if q != skip and w.rp_state[q] == RS_BGSAVE:
+            return q
+    return -1
 
 
 @step
@@ -707,16 +722,16 @@ def psync(w, r):
     elif I[CHILD] == CHILD_RDB and I[REPL_CHILD] and not I[CHILD_SOCKET]:
         # Another replica's BGSAVE to disk is running: share it, with that
         # replica's place in the buffer ("Waiting for end of BGSAVE for SYNC").
-        for q in range(I[REPL_N]):
-            if q != r and w.rp_state[q] == RS_BGSAVE:
-                w.rp_state[r] = RS_BGSAVE
-                w.rp_init_off[r] = w.rp_init_off[q]
-                w.rp_sent[r] = w.rp_sent[q]
-                w.rp_wire[r] = w.rp_sent[q]
-                w.rp_bulk_sent[r] = 0
-                w.rp_bulk_wire[r] = 0
-                w.rp_t_wire[r] = t
-                return
+        q = bgsave_replica(w, r)
+        if q >= 0:
+            w.rp_state[r] = RS_BGSAVE
+            w.rp_init_off[r] = w.rp_init_off[q]
+            w.rp_sent[r] = w.rp_sent[q]
+            w.rp_wire[r] = w.rp_sent[q]
+            w.rp_bulk_sent[r] = 0
+            w.rp_bulk_wire[r] = 0
+            w.rp_t_wire[r] = t
+            return
 
 
 @leaf
@@ -920,7 +935,6 @@ def configure(b) -> None:
     server = sc.server
     rows = [rep for rep in sc.replicas for _ in range(rep.count)]
     n = len(rows)
-    b.I[S.REPL_ON] = 1 if n else 0
     b.I[S.REPL_N] = n
     b.I[S.REPL_BL_SIZE] = server.repl_backlog_size
     hard, soft, secs = server.client_output_buffer_limit["replica"]
@@ -965,8 +979,9 @@ def configure(b) -> None:
            soft_since=np.full(m, -1.0), t_psync=np.zeros(m),
            apply=col((rep.apply_rate or rep.link_bandwidth for rep in rows), 1.0, f64),
            fsb=col((rep.full_sync_buffer_limit or configured_hard for rep in rows), 0, i64))
-    b.fill("rc", repl=np.zeros(S.MAX_REPL_REC * S.N_REPL_FIELDS),
-           repl_lag=np.full(b.I[S.N_WIN] * m, -1, np.int64),
-           repl_state=np.zeros(b.I[S.N_WIN] * m, np.int64))
+    # The event log and the per-replica series: nothing without replicas.
+    b.fill("rc", repl=np.zeros(S.MAX_REPL_REC * S.N_REPL_FIELDS if n else 0),
+           repl_lag=np.full(b.I[S.N_WIN] * n, -1, np.int64),
+           repl_state=np.zeros(b.I[S.N_WIN] * n, np.int64))
     if n and not any(online):
         b.F[S.REPL_NEXT] = min(rep.connect_at for rep in rows)
