@@ -18,8 +18,8 @@ a load or prefetch followed by a heavily sampled instruction is a miss.
 Field offsets in those instructions (`[r15+0x5f0]`) are 8 × the field's
 index in `state.World._fields`.
 
-Run: ``python bench/bench_profile.py [--seconds 300] [--scenario PATH]
-[--top 25] [--instructions 0]``. Needs ``perf`` (Debian: ``apt-get install
+Run: ``python bench/bench_profile.py [--seconds 300] [--scenario PATH |
+--engine] [--top 25] [--instructions 0]``. Needs ``perf`` (Debian: ``apt-get install
 linux-perf``) and root or ``kernel.perf_event_paranoid`` ≤ 1. Samples are
 time, so the other core's load moves them: run it on an idle machine.
 """
@@ -53,7 +53,16 @@ from bench_instructions import (  # noqa: E402
 RATE = 2999  # samples per second: not a multiple of the kernel's timer ticks
 
 
-def _record(scenario: Path, seconds: float, data: Path) -> dict:
+def _source(a: argparse.Namespace):
+    """The scenario to run: a path, or ``bench_engine.REFERENCE`` (``--engine``)."""
+    if a.engine:
+        from bench_engine import REFERENCE
+
+        return REFERENCE
+    return a.scenario
+
+
+def _record(scenario, seconds: float, data: Path) -> dict:
     """Run the scenario for ``seconds`` simulated under ``perf record``; returns the
     run's figures and the kernel's function table."""
     from redsim import load_scenario
@@ -142,6 +151,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=300.0,
                     help="simulated seconds of the run (default 300: S0's first burst)")
     ap.add_argument("--scenario", type=Path, default=SCENARIO)
+    ap.add_argument("--engine", action="store_true",
+                    help="bench_engine.py's reference load (10,000 pools) instead of --scenario")
     ap.add_argument("--top", type=int, default=25, help="functions to list (default 25)")
     ap.add_argument("--instructions", type=int, default=0, metavar="N",
                     help="also the N most-sampled instructions of each of the top 5 functions")
@@ -152,7 +163,7 @@ def main() -> None:
                          "(Debian: apt-get install linux-perf)")
     with tempfile.TemporaryDirectory(prefix="redsim-perf-") as tmp:
         data = Path(tmp) / "perf.data"
-        run = _record(a.scenario, a.seconds, data)
+        run = _record(_source(a), a.seconds, data)
         samples = _samples(data)
     if not samples:
         raise SystemExit("bench_profile: perf recorded no samples (is perf_event_paranoid > 1 "
@@ -165,7 +176,8 @@ def main() -> None:
                           "ns_per_request": ns, "samples": total,
                           "shares": {k: v / total for k, v in per.most_common()}}))
         return
-    print(f"{a.scenario.name}, {a.seconds:g} simulated s: {run['wall_s']:.1f} s of wall time, "
+    name = "engine reference" if a.engine else a.scenario.name
+    print(f"{name}, {a.seconds:g} simulated s: {run['wall_s']:.1f} s of wall time, "
           f"{run['requests']:,} requests, {ns:.0f} ns per request, {total:,} samples")
     print(f"{'share':>7} {'ns/request':>10}  function")
     for name, c in per.most_common(a.top):

@@ -20,7 +20,8 @@ for i in 1 2; do
 done
 ```
 
-Run: ``python bench/bench_repeat.py [--seconds 300] [--repeat 4] [--scenario PATH] [--json]``.
+Run: ``python bench/bench_repeat.py [--seconds 300] [--repeat 4] [--scenario PATH | --engine]
+[--json]``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -35,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "gitlab-2022.yaml"
 
 
-def measure(scenario: Path, seconds: float, repeat: int) -> list[float]:
+def measure(scenario, seconds: float, repeat: int) -> list[float]:
     """Wall seconds of ``repeat`` runs of ``seconds`` simulated from one keyspace build."""
     from redsim import load_scenario
     from redsim.model.keyspace_image import KeyspaceImages
@@ -64,18 +66,27 @@ def main() -> None:
                     help="simulated seconds per run (default 300: S0's first burst)")
     ap.add_argument("--repeat", type=int, default=4, help="runs to time (default 4)")
     ap.add_argument("--scenario", type=Path, default=SCENARIO)
+    ap.add_argument("--engine", action="store_true",
+                    help="bench_engine.py's reference load (10,000 pools) instead of --scenario")
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON line")
     a = ap.parse_args()
     if a.repeat < 1:
         raise SystemExit("bench_repeat: --repeat must be at least 1")
-    walls = measure(a.scenario, a.seconds, a.repeat)
+    if a.engine:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_engine import REFERENCE
+
+        source, name = REFERENCE, "engine reference"
+    else:
+        source, name = a.scenario, a.scenario.name
+    walls = measure(source, a.seconds, a.repeat)
     mean = statistics.fmean(walls)
     sd = statistics.stdev(walls) if len(walls) > 1 else 0.0
     if a.json:
         print(json.dumps({"sim_s": a.seconds, "walls_s": walls, "mean_s": mean, "sd_s": sd,
                           "rtf": a.seconds / mean}))
         return
-    print(f"{a.scenario.name}, {a.seconds:g} simulated s, {a.repeat} runs from one build: "
+    print(f"{name}, {a.seconds:g} simulated s, {a.repeat} runs from one build: "
           + ", ".join(f"{x:.2f}" for x in walls)
           + f" s; mean {mean:.2f} s (sd {sd:.2f}), RTF {a.seconds / mean:.1f}")
 
