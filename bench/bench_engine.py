@@ -65,6 +65,21 @@ def measure_cli(doc: str, measure, minutes: float) -> dict | None:
     return m
 
 
+def add_load_arguments(ap: argparse.ArgumentParser, default: Path) -> None:
+    """The load a bench runs: ``--scenario PATH`` (``default``), or ``--engine``
+    for this bench's reference load (``REFERENCE``)."""
+    ap.add_argument("--scenario", type=Path, default=default)
+    ap.add_argument("--engine", action="store_true",
+                    help="bench_engine.py's reference load (10,000 pools) instead of --scenario")
+
+
+def load_source(a: argparse.Namespace) -> tuple[object, str]:
+    """The load ``add_load_arguments`` parsed: (a scenario path or dict, its name)."""
+    if a.engine:
+        return REFERENCE, "engine reference"
+    return a.scenario, a.scenario.name
+
+
 def run_engine(seconds: float, source=REFERENCE) -> dict:
     """Time one run of ``source`` (a scenario dict or path) for ``seconds`` simulated."""
     sc = load_scenario(source, overrides=[f"duration={seconds}"])

@@ -42,6 +42,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_engine import add_load_arguments, load_source  # noqa: E402
 from bench_instructions import (  # noqa: E402
     SCENARIO,
     _kernel_functions,
@@ -51,15 +52,6 @@ from bench_instructions import (  # noqa: E402
 )
 
 RATE = 2999  # samples per second: not a multiple of the kernel's timer ticks
-
-
-def _source(a: argparse.Namespace):
-    """The scenario to run: a path, or ``bench_engine.REFERENCE`` (``--engine``)."""
-    if a.engine:
-        from bench_engine import REFERENCE
-
-        return REFERENCE
-    return a.scenario
 
 
 def _record(scenario, seconds: float, data: Path) -> dict:
@@ -115,44 +107,41 @@ def _attribute(samples, funcs):
     return per, at
 
 
-def _hot_instructions(name: str, hits: dict[int, int], total: int, n: int) -> None:
+def _hot_instructions(objects: list[tuple[Path, list]], name: str, hits: dict[int, int],
+                      total: int, n: int) -> None:
     """Print function ``name``'s ``n`` most-sampled instructions, each with the
-    three before it (the one waited on is usually among them)."""
-    with tempfile.TemporaryDirectory(prefix="redsim-prof-") as tmp:
-        for k, data in enumerate(kernel_objects()):
-            obj = Path(tmp) / f"k{k}.o"
-            obj.write_bytes(data)
-            for offset, size, symbol in object_symbols(obj):
-                if _short(symbol) != name:
+    three before it (the one waited on is usually among them). ``objects``:
+    the kernel's object files and their symbols (``object_symbols``)."""
+    for obj, symbols in objects:
+        for offset, size, symbol in symbols:
+            if _short(symbol) != name:
+                continue
+            dis = subprocess.run(
+                ["objdump", "-d", "--no-show-raw-insn", "-M", "intel",
+                 f"--start-address={offset}", f"--stop-address={offset + size}", str(obj)],
+                capture_output=True, text=True).stdout
+            lines = []
+            for line in dis.splitlines():
+                m = re.match(r"\s*([0-9a-f]+):\s*(.*)", line)
+                if m:  # numba's mangled names are kilobytes long: cut them
+                    lines.append((int(m.group(1), 16) - offset,
+                                  re.sub(r"<_ZN[^>+]*", "<", m.group(2))))
+            index = {off: i for i, (off, _) in enumerate(lines)}
+            for off, c in sorted(hits.items(), key=lambda x: -x[1])[:n]:
+                i = index.get(off)
+                if i is None:
                     continue
-                dis = subprocess.run(
-                    ["objdump", "-d", "--no-show-raw-insn", "-M", "intel",
-                     f"--start-address={offset}", f"--stop-address={offset + size}", str(obj)],
-                    capture_output=True, text=True).stdout
-                lines = []
-                for line in dis.splitlines():
-                    m = re.match(r"\s*([0-9a-f]+):\s*(.*)", line)
-                    if m:  # numba's mangled names are kilobytes long: cut them
-                        lines.append((int(m.group(1), 16) - offset,
-                                      re.sub(r"<_ZN[^>+]*", "<", m.group(2))))
-                index = {off: i for i, (off, _) in enumerate(lines)}
-                for off, c in sorted(hits.items(), key=lambda x: -x[1])[:n]:
-                    i = index.get(off)
-                    if i is None:
-                        continue
-                    print(f"    {c / total:6.2%} at +0x{off:x}")
-                    for j in range(max(0, i - 3), i + 1):
-                        print(f"{'':14}{lines[j][0]:6x}: {lines[j][1][:90]}")
-                return
+                print(f"    {c / total:6.2%} at +0x{off:x}")
+                for j in range(max(0, i - 3), i + 1):
+                    print(f"{'':14}{lines[j][0]:6x}: {lines[j][1][:90]}")
+            return
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=300.0,
                     help="simulated seconds of the run (default 300: S0's first burst)")
-    ap.add_argument("--scenario", type=Path, default=SCENARIO)
-    ap.add_argument("--engine", action="store_true",
-                    help="bench_engine.py's reference load (10,000 pools) instead of --scenario")
+    add_load_arguments(ap, SCENARIO)
     ap.add_argument("--top", type=int, default=25, help="functions to list (default 25)")
     ap.add_argument("--instructions", type=int, default=0, metavar="N",
                     help="also the N most-sampled instructions of each of the top 5 functions")
@@ -163,7 +152,8 @@ def main() -> None:
                          "(Debian: apt-get install linux-perf)")
     with tempfile.TemporaryDirectory(prefix="redsim-perf-") as tmp:
         data = Path(tmp) / "perf.data"
-        run = _record(_source(a), a.seconds, data)
+        source, name = load_source(a)
+        run = _record(source, a.seconds, data)
         samples = _samples(data)
     if not samples:
         raise SystemExit("bench_profile: perf recorded no samples (is perf_event_paranoid > 1 "
@@ -176,17 +166,22 @@ def main() -> None:
                           "ns_per_request": ns, "samples": total,
                           "shares": {k: v / total for k, v in per.most_common()}}))
         return
-    name = "engine reference" if a.engine else a.scenario.name
     print(f"{name}, {a.seconds:g} simulated s: {run['wall_s']:.1f} s of wall time, "
           f"{run['requests']:,} requests, {ns:.0f} ns per request, {total:,} samples")
     print(f"{'share':>7} {'ns/request':>10}  function")
     for name, c in per.most_common(a.top):
         print(f"{c / total:7.1%} {ns * c / total:10.1f}  {name}")
     if a.instructions:
-        for name, _c in [x for x in per.most_common() if "outside" not in x[0]][:5]:
-            print(f"\n{name}:")
-            hits = {off: c for (f, off), c in at.items() if f == name}
-            _hot_instructions(name, hits, total, a.instructions)
+        with tempfile.TemporaryDirectory(prefix="redsim-prof-") as tmp:
+            objects = []  # written and read once for the five functions
+            for k, data in enumerate(kernel_objects()):
+                obj = Path(tmp) / f"k{k}.o"
+                obj.write_bytes(data)
+                objects.append((obj, object_symbols(obj)))
+            for fn, _c in [x for x in per.most_common() if "outside" not in x[0]][:5]:
+                print(f"\n{fn}:")
+                hits = {off: c for (f, off), c in at.items() if f == fn}
+                _hot_instructions(objects, fn, hits, total, a.instructions)
 
 
 if __name__ == "__main__":

@@ -33,8 +33,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SCENARIO = ROOT / "scenarios" / "gitlab-2022.yaml"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_engine import add_load_arguments, load_source  # noqa: E402
+from bench_s0 import SCENARIO  # noqa: E402
 
 
 def measure(scenario, seconds: float, repeat: int) -> list[float]:
@@ -45,6 +47,9 @@ def measure(scenario, seconds: float, repeat: int) -> list[float]:
 
     warm_up()  # load (or compile) the kernel
     sc = load_scenario(scenario, overrides=[f"duration={seconds}"])
+    if sc.events:  # the runs below drive the kernel alone, without Simulation's events
+        raise SystemExit(f"bench_repeat: {sc.name} has scenario events ({len(sc.events)}), "
+                         "which these runs would skip; give a scenario without `events`")
     images = KeyspaceImages()
     walls = []
     for i in range(repeat + 1):
@@ -65,20 +70,12 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=300.0,
                     help="simulated seconds per run (default 300: S0's first burst)")
     ap.add_argument("--repeat", type=int, default=4, help="runs to time (default 4)")
-    ap.add_argument("--scenario", type=Path, default=SCENARIO)
-    ap.add_argument("--engine", action="store_true",
-                    help="bench_engine.py's reference load (10,000 pools) instead of --scenario")
+    add_load_arguments(ap, SCENARIO)
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON line")
     a = ap.parse_args()
     if a.repeat < 1:
         raise SystemExit("bench_repeat: --repeat must be at least 1")
-    if a.engine:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from bench_engine import REFERENCE
-
-        source, name = REFERENCE, "engine reference"
-    else:
-        source, name = a.scenario, a.scenario.name
+    source, name = load_source(a)
     walls = measure(source, a.seconds, a.repeat)
     mean = statistics.fmean(walls)
     sd = statistics.stdev(walls) if len(walls) > 1 else 0.0
