@@ -27,7 +27,8 @@ def run_all(tmp_path, monkeypatch):
 def _row(run_all, n):
     return {"date": f"2026-11-{n:02d}T10:00Z", "commit": f"c{n}", "machine": "EPYC",
             "cores": 2, "s0_rtf": 50 + n, "s0_rtf_run": 70 + n, "s0_build_s": 8.0,
-            "s0_peak_rss_mb": 4400, "engine_rtf": 120, "sweep_points": 10, "sweep_jobs": 2,
+            "s0_peak_rss_mb": 4400, "engine_rtf": 120, "engine_ratio": 30.0 + n,
+            "sweep_points": 10, "sweep_jobs": 2,
             "sweep_min_per_100": 29.0}
 
 
@@ -64,6 +65,10 @@ def test_the_readme_table_shows_the_latest_rows_between_its_markers(run_all):
     assert [ln.split(" | ")[1] for ln in lines] == [
         f"c{n}" for n in range(3, run_all.TABLE_ROWS + 3)]
     assert "| 29.0 min (10 points run, 2 workers) |" in lines[-1]
+    # The engine's multiple of the naive model beside its RTF; S0's row has no
+    # naive figure here, so its RTF stands alone.
+    n = run_all.TABLE_ROWS + 2
+    assert f"| 120 ({30.0 + n}× naive) | {50 + n} |" in lines[-1]
 
 
 def test_a_readme_without_the_markers_is_an_error(run_all):
