@@ -80,6 +80,16 @@ def load_source(a: argparse.Namespace) -> tuple[object, str]:
     return a.scenario, a.scenario.name
 
 
+def warm_up_apart(env: dict | None = None) -> None:
+    """Load (or compile) the kernel in a child process, under ``env`` (this
+    process's environment if None): the compile's time and memory stay out of
+    the caller's, and a child can compile for another CPU or cache directory."""
+    import subprocess
+
+    subprocess.run([sys.executable, "-c", "from redsim.simulation import warm_up; warm_up()"],
+                   cwd=Path(__file__).resolve().parents[1], check=True, env=env)
+
+
 def run_engine(seconds: float, source=REFERENCE) -> dict:
     """Time one run of ``source`` (a scenario dict or path) for ``seconds`` simulated."""
     sc = load_scenario(source, overrides=[f"duration={seconds}"])

@@ -48,8 +48,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SCENARIO = ROOT / "scenarios" / "gitlab-2022.yaml"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_engine import warm_up_apart  # noqa: E402
+from bench_s0 import SCENARIO  # noqa: E402
+
 SHIM_C = r"""
 #include <valgrind/callgrind.h>
 void redsim_cg_start(void) { CALLGRIND_ZERO_STATS; CALLGRIND_START_INSTRUMENTATION; }
@@ -253,8 +256,7 @@ def main() -> None:
     env.setdefault("REDSIM_CACHE_DIR", str(Path.home() / ".cache" / "redsim-generic"))
     # Load (or compile) the kernel natively first: compiling under valgrind
     # would take hours.
-    subprocess.run([sys.executable, "-c",
-                    "from redsim.simulation import warm_up; warm_up()"], check=True, env=env)
+    warm_up_apart(env)
     with tempfile.TemporaryDirectory(prefix="redsim-cg-") as tmp:
         work = Path(tmp)
         env[INNER] = str(work)

@@ -44,12 +44,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_engine import add_load_arguments, load_source  # noqa: E402
 from bench_instructions import (  # noqa: E402
-    SCENARIO,
     _kernel_functions,
     _short,
     kernel_objects,
     object_symbols,
 )
+from bench_s0 import SCENARIO  # noqa: E402
 
 RATE = 2999  # samples per second: not a multiple of the kernel's timer ticks
 

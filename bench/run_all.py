@@ -86,13 +86,14 @@ def compile_kernel() -> None:
     """Compile the kernel in a process of its own if its cache is cold, so that
     no bench's figures include the compile: its time is left out of each real-time
     factor already, but its memory (~1.9 GB) would be the first bench's peak RSS."""
+    from bench_engine import warm_up_apart
+
     from redsim.model.jit import kernel_compiled
 
     if kernel_compiled():
         return
     print("compiling the kernel first (its cache is cold; several minutes)", flush=True)
-    subprocess.run([sys.executable, "-c", "from redsim.simulation import warm_up; warm_up()"],
-                   cwd=ROOT, check=True)
+    warm_up_apart()
 
 
 def measure_all(sweep_points: int, jobs: int) -> dict:
