@@ -16,9 +16,12 @@ def test_repetitions_from_two_moments_combine():
     r = Real.combine([Real([9.0], {"rate": 60e3}), Real([10.0, 11.0], {"rate": 90e3})])
     assert r.values == [9.0, 10.0, 11.0]
     assert r.detail["rate"] == pytest.approx(80e3)
+    # A detail kept per repetition (a list) is joined in the same order.
+    r = Real.combine([Real([9.0], {"rates": [60e3]}), Real([10.0, 11.0], {"rates": [90e3, 80e3]})])
+    assert r.detail["rates"] == [60e3, 90e3, 80e3]
 
 
-def _exp(values_after):
+def _exp(values_after, reps=3):
     seen = {}
 
     def real(lab):
@@ -29,7 +32,8 @@ def _exp(values_after):
         seen["real"] = real
         return 10.0
 
-    return Experiment("x", "x", "us", 0.20, "test", True, real, model, bracket=True), seen
+    return Experiment("x", "x", "us", 0.20, "test", True, real, model, bracket=True,
+                      reps=reps), seen
 
 
 def test_a_bracketing_row_measures_the_rest_after_and_judges_on_all():
@@ -42,6 +46,21 @@ def test_a_bracketing_row_measures_the_rest_after_and_judges_on_all():
     assert row.real == pytest.approx(10.0)
     assert row.tolerance == pytest.approx(1.2)
     assert row.verdict == "pass" and row.error == pytest.approx(0.0)
+
+
+def test_the_figure_compared_is_the_median_of_the_repetitions():
+    # Five repetitions, two of them before the calibration: 6, 7 | 10, 11, 30.
+    # One slow repetition (30) pulls the mean to 12.8 but not the median, 10,
+    # which the model's 10 matches; the tolerance still counts the 30: mean
+    # 12.8, sample sd sqrt((6.8^2 + 5.8^2 + 2.8^2 + 1.8^2 + 17.2^2) / 4)
+    # = sqrt(386.8 / 4) = 9.83, CV 76.8 %, so 3 x CV = 230 %.
+    exp, seen = _exp([10.0, 11.0, 30.0, 99.0], reps=5)
+    lab = SimpleNamespace(reps=3)
+    row, values = run_experiment(lab, exp, Real([6.0, 7.0], {"rate": 1.0}))
+    assert seen["reps"] == 3 and lab.reps == 3
+    assert values == [6.0, 7.0, 10.0, 11.0, 30.0]
+    assert row.real == 10.0 and row.error == 0.0 and row.reps == 5
+    assert row.tolerance == pytest.approx(3 * (386.8 / 4) ** 0.5 / 12.8, rel=1e-9)
 
 
 def test_back_to_back_repetitions_keep_the_floor():

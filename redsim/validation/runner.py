@@ -3,13 +3,15 @@
 ``validate()`` starts a throw-away ``redis-server`` (Debian's 7.0 package, or
 ``$REDSIM_REDIS_SERVER``), optionally calibrates the model on it
 (``redsim calibrate``), and for each experiment: measures the real figure
-``reps`` times (an experiment that ``bracket``s the calibration once before
-it and the rest after), writes the row's tolerance down (``max(floor, 3 × CV)`` of the
-real repetitions), runs the model, and judges ``|model / real − 1| ≤
-tolerance``. The table (CSV and Markdown) and one figure per experiment go to
-the output folder; the table is written after every row, so a failure part-way
-keeps the rows already measured, and a figure that fails to draw costs nothing
-but that figure.
+``reps`` times (an experiment that ``bracket``s the calibration half of
+them before it and the rest after), writes the row's tolerance down
+(``max(floor, 3 × CV)`` of the real repetitions), runs the model, and judges
+``|model / real − 1| ≤ tolerance``, ``real`` being the median of the
+repetitions (the calibration's estimator too: a VM that slows down for one
+repetition moves the median less than the mean). The table (CSV and
+Markdown) and one figure per experiment go to the output folder; the table is
+written after every row, so a failure part-way keeps the rows already
+measured, and a figure that fails to draw costs nothing but that figure.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import csv
 import datetime as _dt
 import math
+import statistics
 import time
 import traceback
 from collections.abc import Callable
@@ -26,6 +29,11 @@ from pathlib import Path
 from redsim.live.server import RedisServer
 from redsim.validation.experiments import EXPERIMENTS, Experiment, Real
 from redsim.validation.lab import Lab, mean_cv
+
+CALIBRATION_REPS = 5
+"""Repetitions of each of the calibration's CPU loads: they join the CPU rows'
+tolerance (``Experiment.calibrated_as``), and the model carries their median
+into the comparison, so they are as many as a CPU row's (``CPU_REPS``)."""
 
 
 @dataclass
@@ -57,7 +65,7 @@ def _fmt(v: float) -> str:
 
 def markdown(rows: list[Row], header: str = "") -> str:
     lines = [header] if header else []
-    lines += ["| experiment | unit | real (mean of n, CV) | model | model/real − 1 | "
+    lines += ["| experiment | unit | real (median of n, CV) | model | model/real − 1 | "
               "tolerance | verdict |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r.title} | {r.unit} | {_fmt(r.real)} (n={r.reps}, {r.real_cv:.1%}) | "
@@ -96,26 +104,24 @@ def run_experiment(lab: Lab, exp: Experiment, before: Real | None = None,
     """Measure (the rest of the repetitions, after ``before``), set the
     tolerance (over this row's repetitions and ``pooled``, the calibration's
     repetitions of the same load), model, judge."""
-    if before is None:
-        real = exp.real(lab)
-    else:
-        full, lab.reps = lab.reps, max(lab.reps - len(before.values), 1)
-        try:
-            real = Real.combine([before, exp.real(lab)])
-        finally:
-            lab.reps = full
-    mean, own_cv = mean_cv(real.values)
+    full, lab.reps = lab.reps, max(exp.reps - (len(before.values) if before else 0), 1)
+    try:
+        real = exp.real(lab) if before is None else Real.combine([before, exp.real(lab)])
+    finally:
+        lab.reps = full
+    _, own_cv = mean_cv(real.values)
+    median = statistics.median(real.values)
     _, cv = mean_cv([*real.values, *pooled])
     tolerance = max(exp.floor, 3 * cv)  # written down before the model runs
     model = float(exp.model(lab, real))
-    error = model / mean - 1 if mean else math.inf
+    error = model / median - 1 if median else math.inf
     verdict = "pass" if abs(error) <= tolerance else "FAIL"
     runs = (f"the {len(real.values) + len(pooled)} real runs, the calibration's "
             f"{len(pooled)} included" if pooled else "the real runs")
     note = "" if tolerance == exp.floor else f"3×CV of {runs} ({3 * cv:.0%}) > floor"
     if verdict != "pass" and exp.known_gap:
         note = "; ".join(n for n in (note, exp.known_gap) if n)
-    return Row(exp.name, exp.title, exp.unit, mean, own_cv, len(real.values), tolerance, model,
+    return Row(exp.name, exp.title, exp.unit, median, own_cv, len(real.values), tolerance, model,
                error, verdict, note), real.values
 
 
@@ -140,11 +146,11 @@ def validate(out: Path, *, quick: bool = False, calibrate: bool = True,
         before: dict[str, Real] = {}
         early = [e for e in chosen if e.bracket]
         if early:
-            say(f"one repetition of {', '.join(e.name for e in early)} before the "
+            say(f"half the repetitions of {', '.join(e.name for e in early)} before the "
                 "calibration (the others after it: the host drifts)")
-            lab.reps = 1
             try:
                 for exp in early:
+                    lab.reps = max(exp.reps // 2, 1)
                     try:
                         before[exp.name] = exp.real(lab)
                     except Exception:  # noqa: BLE001 - measured again after, reported there
@@ -160,7 +166,7 @@ def validate(out: Path, *, quick: bool = False, calibrate: bool = True,
             run_calibration(cal, host=server.host, port=server.port, can_write=True,
                             parts=("cpu", "memory") if quick else
                             ("cpu", "memory", "eviction", "disk", "fork"),
-                            reps=3, say=lambda m: say("  " + m))
+                            reps=CALIBRATION_REPS, say=lambda m: say("  " + m))
         lab.calibration = cal
         pooled = _calibration_repetitions(cal) if cal is not None else {}
         header = (f"Redis {version} (Debian package), {'calibrated on it' if cal else 'defaults'}"
