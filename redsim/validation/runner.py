@@ -27,13 +27,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from redsim.live.server import RedisServer
-from redsim.validation.experiments import EXPERIMENTS, Experiment, Real
+from redsim.validation.experiments import CPU_REPS, EXPERIMENTS, Experiment, Real
 from redsim.validation.lab import Lab, mean_cv
 
-CALIBRATION_REPS = 5
+CALIBRATION_REPS = CPU_REPS
 """Repetitions of each of the calibration's CPU loads: they join the CPU rows'
 tolerance (``Experiment.calibrated_as``), and the model carries their median
-into the comparison, so they are as many as a CPU row's (``CPU_REPS``)."""
+into the comparison, so they are as many as a CPU row's."""
 
 
 @dataclass
