@@ -6,7 +6,8 @@ which FLUSHALL ``lazyfree-lazy-user-flush`` makes lazy.
 The expected figures are hand-worked: a million preloaded string keys, each
 freed at ``admin.FLUSH_KEY_US`` (0.29 µs, the reference host's FLUSHALL SYNC of
 a million DEBUG POPULATE keys: 282-310 ms; ``test_flushall_live.py`` measures
-it again), so the flush takes 1,000,000 × 0.29 µs = 290 ms, on the main thread
+the host's and checks the same cost per key at another size and on the bio
+thread), so the flush takes 1,000,000 × 0.29 µs = 290 ms, on the main thread
 (SYNC) or on the bio thread (ASYNC, ``emptyDbAsync``: one job for all keys).
 """
 
