@@ -39,18 +39,18 @@ Tolerances, set before comparing (the issue's ±30 % for a measured figure):
 - the ASYNC drain, over the round's million-key SYNC flush, within 30 % of
   1 (the model gives the bio thread the same work);
 - the median ASYNC reply under 10 ms (the model: 20 µs; a reply that waited
-  for the freeing would take ~300 ms). The median, because of 62 replies on that
-  VM the slowest took 12.3 ms and the next 9.7 ms: with two vCPUs the woken bio thread can hold the
-  main thread's core for a scheduler tick, which the model, giving the thread
-  a core of its own, does not claim to follow;
+  for the freeing would take ~300 ms). The median, because of 62 replies on
+  that VM the slowest took 12.3 ms and the next 9.7 ms: with two vCPUs the
+  woken bio thread can hold the main thread's core for a scheduler tick, which
+  the model, giving the thread a core of its own, does not claim to follow;
 - a million objects pending just after the reply;
 - used_memory, sampled during each drain (20-80 % of it), freed in
   proportion to the time elapsed: the median over the drains of their largest
   gap within 0.15 (the model frees at a steady rate; the reference host showed
   44-46 % freed at half the drain). The median, because the host's speed moves
   within a drain as it does between flushes: over 20 drains on that VM the
-  largest gaps were 0.02-0.13, and 4 runs in 15 of the
-  earlier form of this test had a drain of their seven past 0.15.
+  largest gaps were 0.02-0.13, and 4 runs in 15 of the earlier form of this
+  test had a drain of their seven past 0.15.
 """
 
 from __future__ import annotations
