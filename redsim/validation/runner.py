@@ -16,13 +16,14 @@ measured, and a figure that fails to draw costs nothing but that figure.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as _dt
 import math
 import statistics
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -99,16 +100,24 @@ def _figure(exp: Experiment, row: Row, values: list[float], out: Path) -> None:
     plt.close(fig)
 
 
+@contextlib.contextmanager
+def _repeating(lab: Lab, reps: int) -> Iterator[None]:
+    """``lab.reps`` set to ``reps`` for the measurements in the block, and put back
+    after it whatever happens (an experiment reads it as its repetition count)."""
+    full, lab.reps = lab.reps, reps
+    try:
+        yield
+    finally:
+        lab.reps = full
+
+
 def run_experiment(lab: Lab, exp: Experiment, before: Real | None = None,
                    pooled: list[float] | tuple[float, ...] = ()) -> tuple[Row, list[float]]:
     """Measure (the rest of the repetitions, after ``before``), set the
     tolerance (over this row's repetitions and ``pooled``, the calibration's
     repetitions of the same load), model, judge."""
-    full, lab.reps = lab.reps, max(exp.reps - (len(before.values) if before else 0), 1)
-    try:
+    with _repeating(lab, max(exp.reps - (len(before.values) if before else 0), 1)):
         real = exp.real(lab) if before is None else Real.combine([before, exp.real(lab)])
-    finally:
-        lab.reps = full
     _, own_cv = mean_cv(real.values)
     median = statistics.median(real.values)
     _, cv = mean_cv([*real.values, *pooled])
@@ -148,15 +157,12 @@ def validate(out: Path, *, quick: bool = False, calibrate: bool = True,
         if early:
             say(f"half the repetitions of {', '.join(e.name for e in early)} before the "
                 "calibration (the others after it: the host drifts)")
-            try:
-                for exp in early:
-                    lab.reps = max(exp.reps // 2, 1)
+            for exp in early:
+                with _repeating(lab, max(exp.reps // 2, 1)):
                     try:
                         before[exp.name] = exp.real(lab)
                     except Exception:  # noqa: BLE001 - measured again after, reported there
                         traceback.print_exc()
-            finally:
-                lab.reps = Lab.reps
         cal = None
         if calibrate:
             from redsim.calibrate import calibrate as run_calibration
