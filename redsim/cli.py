@@ -234,18 +234,13 @@ def _one_line_warnings(*categories: type[Warning]) -> Iterator[None]:
 
 
 def cmd_run(args) -> int:
-    from redsim.model.jit import kernel_compiled
+    from redsim.kernel_compile import ensure_compiled
     from redsim.simulation import make_simulation
 
     scenario = _load(args)
     seed = scenario.seed if args.seed is None else args.seed
     progress = None if not args.no_progress else False
-    if not kernel_compiled():
-        from redsim.simulation import warm_up
-
-        print("redsim: compiling the simulation kernel (once per install or version, about "
-              "8 minutes on a 2-vCPU VM)...", file=sys.stderr, flush=True)
-        print(f"redsim: compiled in {warm_up():.0f} s", file=sys.stderr, flush=True)
+    ensure_compiled(progress=None if not args.no_progress else False)
     t0 = time.perf_counter()
     sim = make_simulation(scenario, seed=seed, progress=progress)
     t1 = time.perf_counter()
@@ -275,11 +270,33 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_compile(args) -> int:
+    import shutil
+
+    from redsim.kernel_compile import cache_base, ensure_compiled
+    from redsim.model.jit import kernel_cache_dir
+
+    cache = kernel_cache_dir()
+    if args.clear:
+        stale = [d for d in sorted(cache_base().glob("kernel-*"))
+                 if d.is_dir() and d != cache]
+        for d in stale:
+            shutil.rmtree(d, ignore_errors=True)
+        print(f"removed {len(stale)} cache(s) of other code versions from {cache_base()}")
+    took = ensure_compiled(progress=None if not args.no_progress else False)
+    state = "already compiled" if took is None else f"compiled in {took:.0f} s"
+    size = sum(f.stat().st_size for f in cache.rglob("*") if f.is_file()) / 1e6
+    print(f"kernel {state}: {cache} ({size:.0f} MB)")
+    return 0
+
+
 def cmd_calibrate(args) -> int:
-    from redsim.calibrate import ALL_PARTS, calibrate
+    from redsim.calibrate import ALL_PARTS, QUICK_PARTS, calibrate
     from redsim.live.server import RedisNotFound
 
     if args.combine:
+        if args.quick:
+            raise _UsageError("--combine measures nothing: leave out --quick")
         from redsim.calibrate import combine
 
         combine([Path(f) for f in args.combine], Path(args.out))
@@ -287,18 +304,23 @@ def cmd_calibrate(args) -> int:
     if not args.start and args.port is None:
         raise _UsageError("give --port (and --host) of a server to measure, or --start to "
                           "start a throw-away local redis-server")
+    if args.quick and (args.only or args.skip):
+        raise _UsageError("--quick measures the CPU costs only: leave out --only/--skip")
     parts = tuple(args.only.split(",")) if args.only else ALL_PARTS
     if args.skip:
         parts = tuple(p for p in parts if p not in args.skip.split(","))
+    if args.quick:
+        parts = QUICK_PARTS
     commands = _commands(args.commands)
-    print(f"redsim calibrate: measuring {', '.join(parts)} (about "
-          f"{_calibration_minutes(parts, args.reps, len(commands)):.0f} min); keys use the prefix "
-          "redsim:calib: and are deleted at the end")
+    print("redsim calibrate" + (" --quick: the per-request and per-command CPU costs only"
+                                if args.quick else "")
+          + "; keys use the prefix redsim:calib: and are deleted at the end")
     try:
-        calibrate(Path(args.out), host=args.host, port=args.port, start=args.start,
-                  can_write=args.i_know_this_writes, parts=parts,
-                  commands=commands,
-                  reps=args.reps, data_dir=Path(args.data_dir) if args.data_dir else None)
+        doc = calibrate(Path(args.out), host=args.host, port=args.port, start=args.start,
+                        can_write=args.i_know_this_writes, parts=parts,
+                        commands=commands, reps=args.reps,
+                        data_dir=Path(args.data_dir) if args.data_dir else None,
+                        quick=args.quick, progress=False if args.no_progress else None)
     except (RedisNotFound, PermissionError, ValueError) as exc:
         raise _UsageError(str(exc)) from None
     except (OSError, RuntimeError) as exc:  # the server went away, refused, a load failed
@@ -309,6 +331,13 @@ def cmd_calibrate(args) -> int:
         if isinstance(exc, redis.RedisError):
             raise _UsageError(f"calibration stopped: {args.host}:{args.port}: {exc}") from None
         raise
+    lacks = doc.get("not-measured") or {}
+    if lacks:
+        print(f"{args.out} lacks: " + "; ".join(
+            f"{part} ({v['what']})" for part, v in lacks.items())
+              + ". A scenario using it keeps the model's defaults for those"
+              + (" (a full calibration, without --quick, measures the parts)"
+                 if args.quick else ""))
     return 0
 
 
@@ -330,13 +359,6 @@ def _commands(text: str) -> tuple[str, ...]:
     if text.strip().lower() == "all":
         return tuple(BENCH_COMMANDS)
     return tuple(c.strip().upper() for c in text.split(",") if c.strip())
-
-
-def _calibration_minutes(parts: tuple[str, ...], reps: int, commands: int) -> float:
-    # Measured on the reference host (2-vCPU VM): seconds per part.
-    cost = {"cpu": 3.0 * reps + 1.2 * reps * commands, "memory": 4, "clients": 10,
-            "eviction": 25, "disk": 4, "fork": 8}
-    return max(sum(cost[p] for p in parts) / 60, 1)
 
 
 def cmd_validate(args) -> int:
@@ -515,6 +537,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a calibration file from `redsim calibrate` (its values fill "
                         "engine/disk/host below the scenario's own keys)")
     r.set_defaults(func=cmd_run)
+    k = sub.add_parser("compile", help="compile the simulation kernel ahead of time (an image "
+                       "build, a CI step, a worker's start-up) and say where its cache is")
+    k.add_argument("--clear", action="store_true",
+                   help="first delete the caches of other code versions")
+    k.add_argument("--no-progress", action="store_true", help="no progress bar")
+    k.set_defaults(func=cmd_compile)
     v = sub.add_parser("validate", help="check a scenario file without running it")
     v.add_argument("scenario")
     v.add_argument("--set", action="append", metavar="KEY=VALUE")
@@ -545,6 +573,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "different times into --out (the median of each value)")
     c.add_argument("--data-dir", help="directory to probe fsync in (default: the "
                    "server's dir, when it is on this machine)")
+    c.add_argument("--quick", action="store_true",
+                   help="the per-request and per-command CPU costs only, with a shorter fit "
+                        "in the model (< 3 min); the file lists what it lacks")
+    c.add_argument("--no-progress", action="store_true",
+                   help="no progress bars (the line per step stays)")
     c.set_defaults(func=cmd_calibrate)
     vm = sub.add_parser("validate-model", help="compare the model with a real redis-server "
                         "it starts (calibrated on it, or with --defaults)")

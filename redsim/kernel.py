@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from redsim.kernel_compile import ensure_compiled
 from redsim.model import admin, arena
 from redsim.model import state as S
 from redsim.model.build import build_world
@@ -34,6 +35,7 @@ class Kernel:
     """
 
     def __init__(self, scenario: Any, seed: int, keyspace_images: Any = None) -> None:
+        ensure_compiled()  # says so and compiles once if the cache is cold
         self.scenario = scenario
         self.world, self.streams, self.info = build_world(scenario, seed, keyspace_images)
         self._ref = pack(self.world)  # the kernel's view; self.world owns the arrays

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numba
 from numba import njit
+from numba.core import caching as _caching
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 KERNEL_SOURCES = ("model", "observe")
@@ -87,6 +88,49 @@ def kernel_cache_dir() -> Path:
 
 
 numba.config.CACHE_DIR = str(kernel_cache_dir())
+
+
+class KernelCacheLocator(_caching._CacheLocator):
+    """Where numba caches a kernel function: ``kernel_cache_dir()/<package>``
+    (``model`` or ``observe``), whatever the checkout or venv the code was
+    imported from. numba's own locator for ``CACHE_DIR`` files each source
+    directory under a hash of its absolute path, so two checkouts, a venv's
+    ``site-packages`` and a CI clone of the same commit each compiled from
+    nothing; the directory here is already keyed by the code itself
+    (``code_hash``). The stamp numba checks on load is the file's content
+    hash (numba 0.68 does the same; 0.60 used the file's mtime, which a fresh
+    clone changes)."""
+
+    def __init__(self, py_func, py_file: str) -> None:
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        self._cache_path = str(kernel_cache_dir() / Path(py_file).parent.name)
+
+    def get_cache_path(self) -> str:
+        return self._cache_path
+
+    def get_source_stamp(self) -> str:
+        return hashlib.sha256(Path(self._py_file).read_bytes()).hexdigest()
+
+    def get_disambiguator(self) -> str:
+        return str(self._lineno)
+
+    @classmethod
+    def from_function(cls, py_func, py_file: str):
+        path = Path(py_file).resolve()
+        if path.parent.parent != _PACKAGE or path.parent.name not in KERNEL_SOURCES:
+            return None  # not kernel code: numba's own locators decide
+        self = cls(py_func, py_file)
+        try:
+            self.ensure_cache_path()
+        except OSError:
+            return None  # unwritable: numba falls back to its own locators
+        return self
+
+
+_impl = getattr(_caching, "CacheImpl", None) or _caching._CacheImpl  # 0.68 / older
+if KernelCacheLocator not in _impl._locator_classes:
+    _impl._locator_classes.insert(0, KernelCacheLocator)
 
 
 def kernel_compiled() -> bool:
