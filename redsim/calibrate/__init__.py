@@ -5,6 +5,9 @@ the user names (read-only figures unless ``can_write``) or a throw-away local
 one it starts itself — and writes a calibration file (``fragment.py``) that a
 scenario takes with ``calibration: FILE``. Keys it writes carry a prefix and
 are deleted at the end, whatever happens; configuration it changes is put back.
+Before measuring it says what it will do and how long each step should take
+(``plan.py``), then when each step starts and ends; the file lists the parts
+it did not measure, whose fields stay at the model's defaults.
 
 Depends on the model's configuration layer, never the reverse.
 """
@@ -21,13 +24,31 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from redsim.calibrate import fragment, measure, replay
+from redsim.calibrate import fragment, measure, plan, replay
 from redsim.live import load
 from redsim.live.server import RedisServer
 
 ALL_PARTS = ("cpu", "memory", "clients", "eviction", "disk", "fork")
 WRITE_PARTS = {"eviction", "fork"}
 """Parts that change the server's configuration or write files on its side."""
+QUICK_PARTS = ("cpu",)
+"""What ``quick`` measures: the per-request and per-command CPU costs."""
+
+PART_FIELDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "cpu": ("main-thread CPU per request and per command",
+            ("engine.cpu.read", "engine.cpu.write", "engine.cpu.wakeup",
+             "engine.cpu.commands")),
+    "memory": ("bytes per key, and the allocator's quantum", ("engine.allocator-quantum",)),
+    "clients": ("bytes per connection (evidence only: no field)", ()),
+    "eviction": ("CPU per evicted key", ("engine.cpu.eviction-check",
+                                         "engine.cpu.eviction-sample",
+                                         "engine.cpu.eviction-delete")),
+    "disk": ("fsync latency and write bandwidth", ("disk.fsync", "disk.write-bandwidth")),
+    "fork": ("fork time against RSS, the RDB child's speed",
+             ("host.fork-fixed", "host.fork-per-gb", "host.child-keys-per-sec")),
+}
+"""Per part: what it measures, and the scenario fields it fills (which stay at
+the model's defaults in a scenario using a calibration without it)."""
 
 
 def _cpu_model() -> str:
@@ -49,10 +70,12 @@ def host_description() -> dict[str, Any]:
 def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
               start: bool = False, can_write: bool = False,
               parts: tuple[str, ...] = ALL_PARTS, commands: tuple[str, ...] = ("SET", "GET"),
-              reps: int = 3, data_dir: Path | None = None,
+              reps: int = 3, data_dir: Path | None = None, quick: bool = False,
+              progress: bool | None = None,
               say: Callable[[str], None] = print) -> dict[str, Any]:
     """Measure a server and write the calibration file ``out`` (and the fsync
-    samples beside it, ``<name>.fsync.csv``). Returns the calibration document.
+    samples beside it, ``<name>.fsync.csv``). Returns the calibration document;
+    its ``not-measured`` lists the parts it lacks.
 
     Args:
         start: start a throw-away local redis-server (and stop it at the end);
@@ -63,6 +86,11 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
         commands: commands whose per-command cost is measured.
         reps: repetitions of each CPU load.
         data_dir: where to probe fsync (default: the server's ``dir`` when local).
+        quick: the CPU part only (``parts`` must be ``QUICK_PARTS``), with the
+            fit in the model on a smaller budget (``measure.CPU_QUICK``).
+        progress: progress bars on stderr within long steps (None: when stderr
+            is a terminal); the lines saying when each step starts and ends go
+            to ``say`` either way.
     """
     unknown = sorted(set(parts) - set(ALL_PARTS))
     if unknown:
@@ -71,6 +99,9 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
     if bad_cmd:
         raise ValueError(f"no benchmark load for {bad_cmd}; known: "
                          f"{', '.join(measure.BENCH_COMMANDS)}")
+    if quick and tuple(parts) != QUICK_PARTS:
+        raise ValueError(f"quick calibration measures {', '.join(QUICK_PARTS)} only, not "
+                         f"{', '.join(parts)}")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     server = RedisServer(config={"enable-debug-command": "local"}) if start else None
@@ -87,8 +118,20 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
         target = measure.Target.connect(host, port, can_write=can_write, say=say)
         if data_dir is not None:
             target.data_dir = Path(data_dir)
+        cpu = measure.CPU_QUICK if quick else measure.CPU_FULL
+        steps = plan.plan(parts, commands, reps, cpu, local=target.pid is not None,
+                          data_dir=target.data_dir is not None)
+        if "cpu" in parts:
+            steps = _compile_first() + steps
+        target.progress = plan.Progress(steps, say, progress)
+        target.say = target.progress.say
+        say(plan.describe(steps))
+        missing = [p for p in ALL_PARTS if p not in parts]
+        if missing:
+            say("not measured (a scenario using the file keeps the model's defaults for "
+                "them): " + ", ".join(missing))
         return _run(target, out, parts, commands, reps, t0, started=server is not None,
-                    data_dir_given=data_dir is not None)
+                    data_dir_given=data_dir is not None, cpu=cpu, quick=quick)
     finally:
         if server is not None:
             pid = server.pid
@@ -96,8 +139,43 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
             say(f"stopped redis-server (pid {pid}); its folder is removed")
 
 
+def _compile_first() -> list[plan.Step]:
+    """A step compiling the simulation kernel, when the fit would otherwise do it."""
+    from redsim.model.jit import kernel_compiled
+
+    if kernel_compiled():
+        return []
+    try:
+        from redsim.kernel_compile import estimate_s
+
+        est, source = estimate_s()
+    except ImportError:
+        est, source = 470.0, "a cold compile on the reference VM"
+    return [plan.Step("compile", "cpu", "compile the model",
+                      "the simulation kernel's machine code, once per install and version "
+                      "(`redsim compile` does it ahead)", f"numba, cached after ({source})",
+                      est)]
+
+
+def _ensure_compiled(t: measure.Target) -> None:
+    from redsim.model.jit import kernel_compiled
+
+    if kernel_compiled():
+        return
+    with measure._step(t, "compile"):
+        try:
+            from redsim.kernel_compile import ensure_compiled
+        except ImportError:
+            from redsim.simulation import warm_up
+
+            warm_up()
+        else:
+            ensure_compiled(progress=False)
+
+
 def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[str, ...],
-         reps: int, t0: float, started: bool, data_dir_given: bool = False) -> dict[str, Any]:
+         reps: int, t0: float, started: bool, data_dir_given: bool = False,
+         cpu: measure.CpuSettings = measure.CPU_FULL, quick: bool = False) -> dict[str, Any]:
     info = t.client.info("server")
     if not t.can_write:
         blocked = [p for p in parts if p in WRITE_PARTS or p in ("cpu", "memory")]
@@ -112,9 +190,11 @@ def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[s
     ms: list[measure.Measurement] = []
     extra: dict[str, Any] = {}
     csv_path: Path | None = None
+    skipped: dict[str, str] = {}
     try:
         if "cpu" in parts:
-            ms += measure.measure_cpu(t, list(commands), reps=reps,
+            _ensure_compiled(t)
+            ms += measure.measure_cpu(t, list(commands), reps=reps, settings=cpu,
                                       model_version=replay.model_version_of(
                                           str(info.get("redis_version", ""))))
         if "memory" in parts:
@@ -129,15 +209,18 @@ def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[s
                 match=load.PREFIX + "*", count=1000))
             if others > 0:
                 # maxmemory with an allkeys policy would evict the owner's keys.
-                t.say(f"eviction: skipped, the server holds {others} key(s) that are not "
-                      "calibration's and eviction could remove them; calibrate eviction on "
-                      "an empty server (--start)")
+                skipped["eviction"] = (f"the server holds {others} key(s) that are not "
+                                       "calibration's and eviction could remove them; "
+                                       "calibrate eviction on an empty server (--start)")
+                t.say("eviction: skipped, " + skipped["eviction"])
+                if t.progress is not None:
+                    t.progress.took["eviction"] = 0.0
             else:
                 ms += measure.measure_eviction(t)
         if "disk" in parts:
             if t.data_dir is None:
-                t.say("disk: skipped (the server's dir is not on this machine; "
-                      "give --data-dir)")
+                skipped["disk"] = "the server's dir is not on this machine; give --data-dir"
+                t.say(f"disk: skipped ({skipped['disk']})")
             else:
                 disk_ms, csv_path = measure.measure_disk(
                     t, t.data_dir, out.with_name(out.stem + ".fsync.csv"))
@@ -163,7 +246,12 @@ def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[s
                    "address": f"{t.host}:{t.port}"},
         "host": host_description(),
     }
-    doc = fragment.build(ms, made, extra)
+    if t.progress is not None:
+        made["steps"] = t.progress.record()
+    left_out = "a quick calibration (--quick)" if quick else "left out (--only / --skip)"
+    lacks = {p: skipped.get(p, left_out) for p in ALL_PARTS if p not in parts or p in skipped}
+    doc = fragment.build(ms, made, extra,
+                         not_measured(lacks, commands if "cpu" in parts else None))
     fragment.write(doc, out)
     from redsim.config.loader import read_calibration
 
@@ -171,6 +259,25 @@ def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[s
     t.say(f"wrote {out}" + (f" and {csv_path}" if csv_path else "")
           + f" in {made['duration_s']:.0f} s")
     return doc
+
+
+def not_measured(lacks: dict[str, str], commands: tuple[str, ...] | None = None
+                 ) -> dict[str, dict[str, Any]]:
+    """The calibration file's ``not-measured``: for each part it lacks (part ->
+    why), what the part measures and the fields that stay at the model's
+    defaults; with ``commands`` (those measured), the other commands too."""
+    out: dict[str, dict[str, Any]] = {
+        p: {"what": PART_FIELDS[p][0], "why": why, "defaults": list(PART_FIELDS[p][1])}
+        for p, why in lacks.items()}
+    if commands is not None:
+        rest = [c for c in measure.BENCH_COMMANDS if c not in commands]
+        if rest:
+            out["commands"] = {
+                "what": "main-thread CPU of commands other than " + ", ".join(commands),
+                "why": "not in --commands (all: every command redis-benchmark can drive)",
+                "defaults": [f"engine.cpu.commands.{c}" for c in rest]
+                + ["engine.cpu.commands of any other command"]}
+    return out
 
 
 def combine(files: list[Path], out: Path, say: Callable[[str], None] = print

@@ -3,7 +3,9 @@
 The file is YAML with three parts::
 
     redsim-calibration: 1
-    made: {date: ..., command: ..., server: {redis_version: 7.0.15, ...}}
+    made: {date: ..., command: ..., server: {redis_version: 7.0.15, ...}, steps: [...]}
+    not-measured:                 # parts it lacks: their fields keep the model's defaults
+      fork: {what: ..., why: a quick calibration (--quick), defaults: [host.fork-fixed, ...]}
     values:                       # a scenario fragment: engine / disk / host keys
       engine: {allocator-quantum: 16, cpu: {read: 2.6us, ...}}
       disk: {fsync: {distribution: empirical, samples: fsync.csv}, write-bandwidth: ...}
@@ -51,24 +53,31 @@ def set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:
 
 
 def build(measurements: list[Any], made: dict[str, Any],
-          extra_values: dict[str, Any] | None = None) -> dict[str, Any]:
+          extra_values: dict[str, Any] | None = None,
+          not_measured: dict[str, Any] | None = None) -> dict[str, Any]:
     """The calibration document from ``Measurement`` records (those with a field
-    fill ``values``) and ``extra_values`` (dotted path → YAML value)."""
+    fill ``values``) and ``extra_values`` (dotted path → YAML value);
+    ``not_measured``: the parts it lacks (``calibrate.not_measured``)."""
     values: dict[str, Any] = {}
     for m in measurements:
         if m.field:
             set_dotted(values, m.field, _yaml_value(m.value, m.unit))
     for path, v in (extra_values or {}).items():
         set_dotted(values, path, v)
-    return {"redsim-calibration": FORMAT, "made": made, "values": values,
-            "measurements": [m.as_dict() for m in measurements]}
+    doc: dict[str, Any] = {"redsim-calibration": FORMAT, "made": made}
+    if not_measured:
+        doc["not-measured"] = not_measured
+    doc["values"] = values
+    doc["measurements"] = [m.as_dict() for m in measurements]
+    return doc
 
 
 def combine(docs: list[dict[str, Any]], made: dict[str, Any]) -> dict[str, Any]:
     """One calibration from several of the same server, made at different times:
     each measurement's value is the median of theirs and its spread their sample
     standard deviation (the between-run variation, which on a shared host is
-    larger than the within-run one); non-numeric values come from the first."""
+    larger than the within-run one); non-numeric values come from the first. A
+    part is not measured in the result if none of them measured it."""
     import statistics
 
     by_name: dict[str, list[dict[str, Any]]] = {}
@@ -100,8 +109,14 @@ def combine(docs: list[dict[str, Any]], made: dict[str, Any]) -> dict[str, Any]:
     for m in measurements:
         if m.get("field"):
             set_dotted(values, m["field"], _yaml_value(m["value"], m["unit"]))
-    return {"redsim-calibration": FORMAT, "made": made, "values": values,
-            "measurements": measurements}
+    doc: dict[str, Any] = {"redsim-calibration": FORMAT, "made": made}
+    lacking = [d.get("not-measured") or {} for d in docs]
+    common = {k: v for k, v in lacking[0].items() if all(k in other for other in lacking[1:])}
+    if common:
+        doc["not-measured"] = common
+    doc["values"] = values
+    doc["measurements"] = measurements
+    return doc
 
 
 def write(doc: dict[str, Any], path: Path) -> None:
@@ -110,7 +125,9 @@ def write(doc: dict[str, Any], path: Path) -> None:
             "# Use it from a scenario with `calibration: " + path.name + "`, or\n"
             "# `redsim run SCENARIO --calibration " + path.name + "`. `values` fill the\n"
             "# scenario's engine/disk/host (the scenario's own keys win);\n"
-            "# `measurements` say how each figure was measured.\n")
+            "# `measurements` say how each figure was measured.\n"
+            + ("# `not-measured`: what it lacks; a scenario using it keeps the model's\n"
+               "# defaults for those fields.\n" if doc.get("not-measured") else ""))
     text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(head + text)

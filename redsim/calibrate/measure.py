@@ -13,12 +13,13 @@ the original configuration is put back in a ``finally``.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,8 @@ class Target:
         can_write: calibration may write keys and change configuration.
         data_dir: where its RDB/AOF files go, when readable here (fsync probe).
         say: progress messages go here.
+        progress: a ``plan.Progress`` that each measurement announces its steps
+            to (None: they run silently).
     """
 
     client: Any
@@ -48,10 +51,11 @@ class Target:
     can_write: bool
     data_dir: Path | None
     say: Callable[[str], None] = print
+    progress: Any = None
 
     @classmethod
     def connect(cls, host: str, port: int, *, can_write: bool,
-                say: Callable[[str], None] = print) -> Target:
+                say: Callable[[str], None] = print, progress: Any = None) -> Target:
         import redis
 
         client = redis.Redis(host=host, port=port, socket_timeout=120)
@@ -62,7 +66,26 @@ class Target:
             d = Path(client.config_get("dir").get("dir", ""))
             if d.is_dir() and os.access(d, os.W_OK):
                 data_dir = d
-        return cls(client, host, port, pid, can_write, data_dir, say)
+        return cls(client, host, port, pid, can_write, data_dir, say, progress)
+
+
+class _NoBar:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _step(t: Any, key: str, **facts: Any) -> Iterator[Any]:
+    """Step ``key`` of ``t.progress`` (its start, end and bar), if it has one."""
+    progress = getattr(t, "progress", None)
+    if progress is None:
+        yield _NoBar()
+    else:
+        with progress.step(key, **facts) as bar:
+            yield bar
 
 
 @dataclass(frozen=True)
@@ -157,6 +180,27 @@ class CpuLoad:
 # a CI machine (the loads a planner's question is about).
 FIT_LOADS = (CpuLoad(50, 1, 100_000), CpuLoad(50, 16, 600_000), CpuLoad(1, 1, 20_000))
 CHECK_LOADS = (CpuLoad(1, 16, 100_000),)
+COMMAND_LOAD = CpuLoad(50, 16, 300_000)
+"""The load of a per-command cost (and of the SET load next to it): saturated
+and pipelined, where a command's own cost is the largest share."""
+
+
+@dataclass(frozen=True)
+class CpuSettings:
+    """What the CPU part runs: the SET loads it fits and checks, the per-command
+    load, and how long the fit in the model may take."""
+
+    loads: tuple[CpuLoad, ...] = FIT_LOADS
+    checks: tuple[CpuLoad, ...] = CHECK_LOADS
+    command_load: CpuLoad = COMMAND_LOAD
+    fit: replay.FitBudget = replay.FIT_FULL
+
+
+CPU_FULL = CpuSettings()
+CPU_QUICK = CpuSettings(checks=(), fit=replay.FitBudget(rounds=4, tol=0.01, duration=1.0,
+                                                        warmup=0.25))
+"""``redsim calibrate --quick``: the same loads, no check load, and a fit on
+shorter model runs that stops at 1 % (see the CHANGELOG for what it costs)."""
 
 
 def _bench_args(command: str, value_size: int, elements: int = 1, keys: str = _K
@@ -241,31 +285,31 @@ def _median_point(pts: list[solver.CpuPoint]) -> solver.CpuPoint:
 
 
 def measure_cpu(t: Target, commands: list[str], reps: int = 3,
-                loads: tuple[CpuLoad, ...] = FIT_LOADS,
-                checks: tuple[CpuLoad, ...] = CHECK_LOADS,
+                settings: CpuSettings = CPU_FULL,
                 model_version: str | None = None) -> list[Measurement]:
     """The per-request I/O, per-command and sleeping-iteration costs (µs), fitted
-    to ``loads``; ``checks`` are measured and reported, not fitted.
+    to ``settings.loads``; ``settings.checks`` are measured and reported, not fitted.
 
     With ``model_version`` (the model's ``redis-version`` for this server) the
     costs are then fitted in the model (``replay.fit_in_model``): the model,
     run at each load's measured rate, spends the measured CPU per SET with its
     own sleep counts. Without it, the fit on the real sleep counts is kept.
     """
-    t.say(f"CPU: {len(loads) + len(checks)} SET loads x {reps} repetitions, then "
-          f"{len(commands)} command(s) at pipeline 16")
+    loads, checks = settings.loads, settings.checks
     fits: list[solver.RequestCosts] = []
     per_load: dict[CpuLoad, list[solver.CpuPoint]] = {ld: [] for ld in loads + checks}
     rates: dict[CpuLoad, list[float]] = {ld: [] for ld in loads + checks}
-    for _ in range(reps):
-        pts = []
-        for ld in loads + checks:
-            p, bench = cpu_point(t, "SET", ld)
-            per_load[ld].append(p)
-            rates[ld].append(bench.rps if bench is not None else math.nan)
-            if ld in loads:
-                pts.append(p)
-        fits.append(solver.fit_request_costs(_fittable(pts)))
+    with _step(t, "cpu.loads") as bar:
+        for _ in range(reps):
+            pts = []
+            for ld in loads + checks:
+                p, bench = cpu_point(t, "SET", ld)
+                per_load[ld].append(p)
+                rates[ld].append(bench.rps if bench is not None else math.nan)
+                if ld in loads:
+                    pts.append(p)
+                bar.update()
+            fits.append(solver.fit_request_costs(_fittable(pts)))
     medians = {ld: _median_point(v) for ld, v in per_load.items()}
     kept = _fittable([medians[ld] for ld in loads], t.say)
     mean = solver.fit_request_costs(kept)
@@ -282,17 +326,22 @@ def measure_cpu(t: Target, commands: list[str], reps: int = 3,
                 f"squares y = a/P + b + W*s (largest residual {mean.max_rel_residual:.0%}"
                 f"{checked})")
     else:
-        t.say(f"  fitting the costs in the model (redis-version {model_version}) at the "
-              "measured rates")
         fitted = [(medians[ld], statistics.median(rates[ld])) for ld in loads
                   if medians[ld] in kept]
         checked_loads = [ld for ld in checks if medians[ld].sleeps_per_request is not None
                          or math.isnan(mean.wake_us)]
-        mf = replay.fit_in_model(
-            model_version, fitted, [(medians[ld], statistics.median(rates[ld]))
-                                    for ld in checked_loads],
-            mean.io_us, mean.command_us,
-            None if math.isnan(mean.wake_us) else mean.wake_us - 1.0)
+        measured = {ld: statistics.median(rates[ld]) for ld in loads + checks}
+        with _step(t, "cpu.fit", rates={ld: r for ld, r in measured.items()
+                                        if math.isfinite(r)}) as bar:
+            def replayed(note: str) -> None:
+                bar.update()
+                bar.note(note)
+
+            mf = replay.fit_in_model(
+                model_version, fitted, [(medians[ld], measured[ld]) for ld in checked_loads],
+                mean.io_us, mean.command_us,
+                None if math.isnan(mean.wake_us) else mean.wake_us - 1.0,
+                budget=settings.fit, progress=replayed)
         iteration = mf.iteration_us
         res_fit, res_check = mf.residuals[:len(fitted)], mf.residuals[len(fitted):]
         mean = solver.RequestCosts(
@@ -336,63 +385,89 @@ def measure_cpu(t: Target, commands: list[str], reps: int = 3,
     # as the fit's SET cost times the ratio of the two: the host's speed drifts
     # by tens of % over seconds (a VM's neighbours), which a ratio of two loads a
     # second apart cancels and a figure on its own does not.
-    sat = CpuLoad(50, 16, 300_000)
-    for cmd in commands:
-        if cmd == "SET":
-            out.append(Measurement(
-                "cpu.command.SET", mean.command_us, "us",
-                solver.spread([f.command_us for f in fits]), reps,
-                "b of the fit above", "engine.cpu.commands.SET.fixed"))
-            continue
-        b1, procs = _command_costs(t, cmd, 1, sat, mean, reps)
-        how = (f"b(SET) x (y({cmd}) - a/16) / (y(SET) - a/16), y = main-thread CPU per "
-               f"command at redis-benchmark -c 50 -P 16, a SET load just before each {cmd} "
-               f"load (INFO commandstats usec_per_call, the procedure alone: "
-               f"{statistics.fmean(procs):.2f} us)")
-        if cmd not in MULTI:
-            out.append(Measurement(f"cpu.command.{cmd}", statistics.median(b1), "us",
-                                   solver.spread(b1), reps, how,
-                                   f"engine.cpu.commands.{cmd}.fixed"))
-            continue
-        bk, _ = _command_costs(t, cmd, MULTI_ELEMENTS, sat, mean, reps)
-        fixed, per = solver.per_element(statistics.median(b1), statistics.median(bk),
-                                        MULTI_ELEMENTS)
-        how += f"; with 1 and {MULTI_ELEMENTS} elements: b = fixed + per-element x elements"
-        out.append(Measurement(f"cpu.command.{cmd}", fixed, "us", solver.spread(b1), reps, how,
-                               f"engine.cpu.commands.{cmd}.fixed"))
-        out.append(Measurement(f"cpu.command.{cmd}.per_element", per, "us",
-                               solver.spread(bk) / (MULTI_ELEMENTS - 1), reps, how,
-                               f"engine.cpu.commands.{cmd}.per-element"))
+    sat = settings.command_load
+    if "SET" in commands:
+        out.append(Measurement(
+            "cpu.command.SET", mean.command_us, "us",
+            solver.spread([f.command_us for f in fits]), reps,
+            "b of the fit above", "engine.cpu.commands.SET.fixed"))
+    with _step(t, "cpu.commands") as bar:
+        for cmd in commands:
+            if cmd != "SET":
+                out += _command_measurements(t, cmd, sat, mean, reps, bar)
     return out
+
+
+def _command_measurements(t: Target, cmd: str, sat: CpuLoad, mean: solver.RequestCosts,
+                          reps: int, bar: Any) -> list[Measurement]:
+    """The cost of ``cmd`` (and its per-element part, for ``MULTI``'s) at load ``sat``."""
+    b1, procs = _command_costs(t, cmd, 1, sat, mean, reps)
+    bar.update(2 * reps)
+    p = sat.pipeline
+    how = (f"b(SET) x (y({cmd}) - a/{p}) / (y(SET) - a/{p}), y = main-thread CPU per "
+           f"command at redis-benchmark -c {sat.clients} -P {p}, a SET load just before each "
+           f"{cmd} load (INFO commandstats usec_per_call, the procedure alone: "
+           f"{statistics.fmean(procs):.2f} us)")
+    if cmd not in MULTI:
+        return [Measurement(f"cpu.command.{cmd}", statistics.median(b1), "us",
+                            solver.spread(b1), reps, how, f"engine.cpu.commands.{cmd}.fixed")]
+    bk, _ = _command_costs(t, cmd, MULTI_ELEMENTS, sat, mean, reps)
+    bar.update(2 * reps)
+    fixed, per = solver.per_element(statistics.median(b1), statistics.median(bk),
+                                    MULTI_ELEMENTS)
+    how += f"; with 1 and {MULTI_ELEMENTS} elements: b = fixed + per-element x elements"
+    return [Measurement(f"cpu.command.{cmd}", fixed, "us", solver.spread(b1), reps, how,
+                        f"engine.cpu.commands.{cmd}.fixed"),
+            Measurement(f"cpu.command.{cmd}.per_element", per, "us",
+                        solver.spread(bk) / (MULTI_ELEMENTS - 1), reps, how,
+                        f"engine.cpu.commands.{cmd}.per-element")]
 
 
 # ---- memory ----------------------------------------------------------------------
 
 
-def measure_key_memory(t: Target, value_sizes: tuple[int, ...] = (3, 100, 1000),
-                       n: int = 100_000) -> list[Measurement]:
+KEY_MEMORY_SIZES = (3, 100, 1000)
+"""Value sizes (bytes) of the memory-per-key loads."""
+KEY_MEMORY_KEYS = 100_000
+"""Keys written at each of them."""
+
+
+def measure_key_memory(t: Target, value_sizes: tuple[int, ...] = KEY_MEMORY_SIZES,
+                       n: int = KEY_MEMORY_KEYS) -> list[Measurement]:
     """Bytes per key (``used_memory`` delta over ``n`` SETs) at each value size."""
     out = []
-    t.say(f"memory per key: {n:,} keys at value sizes {', '.join(map(str, value_sizes))} B")
-    for size in value_sizes:
+    with _step(t, "memory") as bar:
+        for size in value_sizes:
+            load.delete_prefix(t.client)
+            load.settle(t.client)
+            before = t.client.info("memory")["used_memory"]
+            load.fill(t.client, n, size)
+            after = t.client.info("memory")["used_memory"]
+            out.append(Measurement(
+                f"memory.key_v{size}", (after - before) / n, "bytes", 0.0, 1,
+                f"used_memory delta over {n:,} SETs of {len(load.PREFIX) + 12}-byte keys and "
+                f"{size}-byte values into an empty calibration prefix (includes the "
+                "dict's bucket array)"))
+            bar.update()
         load.delete_prefix(t.client)
-        load.settle(t.client)
-        before = t.client.info("memory")["used_memory"]
-        load.fill(t.client, n, size)
-        after = t.client.info("memory")["used_memory"]
-        out.append(Measurement(
-            f"memory.key_v{size}", (after - before) / n, "bytes", 0.0, 1,
-            f"used_memory delta over {n:,} SETs of {len(load.PREFIX) + 12}-byte keys and "
-            f"{size}-byte values into an empty calibration prefix (includes the "
-            "dict's bucket array)"))
-    load.delete_prefix(t.client)
     return out
 
 
-def measure_client_memory(t: Target, n: int = 200) -> list[Measurement]:
+CLIENT_CONNECTIONS = 200
+"""Connections of the memory-per-connection measurement."""
+CLIENT_WAITS_S = (1.5, 1.2, 6.0)
+"""Its waits: after connecting, after one request each, and idle after that."""
+
+
+def measure_client_memory(t: Target, n: int = CLIENT_CONNECTIONS) -> list[Measurement]:
     """``mem_clients_normal`` per connection: fresh, right after a request, idle."""
-    t.say(f"memory per connection: {n} connections, ~10 s")
+    with _step(t, "clients"):
+        return _client_memory(t, n)
+
+
+def _client_memory(t: Target, n: int) -> list[Measurement]:
     out = []
+    fresh_s, busy_s, idle_s = CLIENT_WAITS_S
 
     def per_conn(base: int) -> float:
         return (t.client.info("memory")["mem_clients_normal"] - base) / n
@@ -400,16 +475,16 @@ def measure_client_memory(t: Target, n: int = 200) -> list[Measurement]:
     load.settle(t.client)
     base = t.client.info("memory")["mem_clients_normal"]
     with load.Connections(t.host, t.port, n) as conns:
-        time.sleep(1.5)  # clientsCron visits each client about once a second
+        time.sleep(fresh_s)  # clientsCron visits each client about once a second
         fresh = per_conn(base)
         conns.request_all([load.resp("PING")])
-        time.sleep(1.2)
+        time.sleep(busy_s)
         busy = per_conn(base)
-        time.sleep(6.0)  # past 2 s idle (query buffer) and 5 s (reply-buffer peak)
+        time.sleep(idle_s)  # past 2 s idle (query buffer) and 5 s (reply-buffer peak)
         idle = per_conn(base)
-    for name, v, how in (("fresh", fresh, "1.5 s after connecting"),
-                         ("after_request", busy, "1.2 s after one PING each"),
-                         ("idle", idle, "7.2 s after that PING")):
+    for name, v, how in (("fresh", fresh, f"{fresh_s:g} s after connecting"),
+                         ("after_request", busy, f"{busy_s:g} s after one PING each"),
+                         ("idle", idle, f"{busy_s + idle_s:g} s after that PING")):
         out.append(Measurement(f"memory.client_{name}", v, "bytes", 0.0, n,
                                f"mem_clients_normal delta / {n} connections, {how}"))
     return out
@@ -423,8 +498,15 @@ MIN_EVICTED_PER_SET = 0.5
 of a new key at the limit evicts about one)."""
 
 
-def measure_eviction(t: Target, reps: int = 3, base_keys: int = 600_000,
-                     requests: int = 300_000) -> list[Measurement]:
+EVICTION_REPS = 3
+EVICTION_BASE_KEYS = 600_000
+"""Keys written before each eviction repetition's loads (100-byte values)."""
+EVICTION_LOAD = CpuLoad(50, 16, 300_000)
+"""Each repetition's two SET loads, without and with maxmemory."""
+
+
+def measure_eviction(t: Target, reps: int = EVICTION_REPS, base_keys: int = EVICTION_BASE_KEYS,
+                     requests: int = EVICTION_LOAD.requests) -> list[Measurement]:
     """Main-thread µs per evicted key (allkeys-lru, 100-byte values).
 
     Both loads SET new keys at pipeline 16 (where a SET costs well under 1 µs,
@@ -434,10 +516,14 @@ def measure_eviction(t: Target, reps: int = 3, base_keys: int = 600_000,
     first with ``maxmemory 0``, the second with ``maxmemory`` at the memory then
     used, where every new key evicts about one.
     """
-    t.say(f"eviction: {base_keys:,} keys, then {requests:,} new-key SETs without and with "
-          f"maxmemory, x {reps}")
+    with _step(t, "eviction") as bar:
+        return _eviction(t, reps, base_keys, requests, bar)
+
+
+def _eviction(t: Target, reps: int, base_keys: int, requests: int, bar: Any
+              ) -> list[Measurement]:
     cfg = {k: t.client.config_get(k)[k] for k in ("maxmemory", "maxmemory-policy")}
-    ld = CpuLoad(50, 16, requests)
+    ld = CpuLoad(EVICTION_LOAD.clients, EVICTION_LOAD.pipeline, requests)
     costs, with_us, without_us, per_set = [], [], [], []
     try:
         for _ in range(reps):
@@ -462,6 +548,7 @@ def measure_eviction(t: Target, reps: int = 3, base_keys: int = 600_000,
             with_us.append(p1.us_per_request)
             without_us.append(p0.us_per_request)
             per_set.append(evicted)
+            bar.update()
     finally:
         for k, v in cfg.items():
             t.client.config_set(k, v)
@@ -519,7 +606,14 @@ per fsync under ``appendfsync always`` with one client. On the reference VM
 170-180 us), which made the model lose more to ``always`` than Redis did."""
 
 
-def probe_fsync(directory: Path, *, samples: int = 200, max_s: float = 10.0,
+FSYNC_SAMPLES = 200
+FSYNC_MAX_S = 10.0
+"""The fsync probe stops at FSYNC_SAMPLES fdatasyncs or after this long."""
+BANDWIDTH_BYTES = 64 << 20
+"""Bytes of the write-bandwidth probe."""
+
+
+def probe_fsync(directory: Path, *, samples: int = FSYNC_SAMPLES, max_s: float = FSYNC_MAX_S,
                 block: int = FSYNC_PROBE_BYTES) -> list[float]:
     """fdatasync latencies (s) of ``block``-byte appends to a file in ``directory``,
     as Redis's AOF does: append, then fdatasync; at most ``samples`` or ``max_s``."""
@@ -539,7 +633,8 @@ def probe_fsync(directory: Path, *, samples: int = 200, max_s: float = 10.0,
     return out
 
 
-def probe_write_bandwidth(directory: Path, total: int = 64 << 20, chunk: int = 4 << 20) -> float:
+def probe_write_bandwidth(directory: Path, total: int = BANDWIDTH_BYTES,
+                          chunk: int = 4 << 20) -> float:
     """Sequential write bandwidth (bytes/s): ``total`` bytes in ``chunk`` writes, each
     followed by fdatasync as the fork child does (4 MB chunks in 7.x)."""
     fd, path = tempfile.mkstemp(prefix="redsim-bw-", dir=directory)
@@ -555,22 +650,22 @@ def probe_write_bandwidth(directory: Path, total: int = 64 << 20, chunk: int = 4
         os.unlink(path)
 
 
-def measure_disk(t: Target, directory: Path, csv_path: Path, *, samples: int = 200
+def measure_disk(t: Target, directory: Path, csv_path: Path, *, samples: int = FSYNC_SAMPLES
                  ) -> tuple[list[Measurement], Path]:
     """fsync latency samples (written to ``csv_path``, one per line, seconds) and
     the write bandwidth."""
-    t.say(f"disk: fdatasync of {FSYNC_PROBE_BYTES}-B appends in {directory} (up to {samples} "
-          "or 10 s), "
-          "then 64 MB of sequential writes")
-    lat = probe_fsync(directory, samples=samples)
-    bw = probe_write_bandwidth(directory)
+    with _step(t, "disk"):
+        t.say(f"  probe files in {directory}")
+        lat = probe_fsync(directory, samples=samples)
+        bw = probe_write_bandwidth(directory)
     csv_path.write_text("fdatasync_s\n" + "".join(f"{v:.9f}\n" for v in lat))
     q = solver.quantiles(lat)
     how = (f"{len(lat)} x (write {FSYNC_PROBE_BYTES} B + fdatasync) to a file in {directory}: "
            + ", ".join(f"p{int(p * 100)} {v * 1e3:.3f} ms" for p, v in q.items()))
     return [Measurement("disk.fsync_median", q[0.5], "s", solver.spread(lat), len(lat), how),
             Measurement("disk.write_bandwidth", bw, "bytes/s", 0.0, 1,
-                        f"64 MB in 4 MB writes, each followed by fdatasync, to {directory}",
+                        f"{BANDWIDTH_BYTES >> 20} MB in 4 MB writes, each followed by "
+                        f"fdatasync, to {directory}",
                         "disk.write-bandwidth")], csv_path
 
 
@@ -595,25 +690,37 @@ def _bgsave(t: Target) -> tuple[float, float, float]:
     return fork_s, rss, time.monotonic() - t0 - fork_s
 
 
-def measure_fork(t: Target, sizes_mb: tuple[int, ...] = (100, 400), reps: int = 3,
-                 value_size: int = 1000) -> list[Measurement]:
+FORK_SIZES_MB = (100, 400)
+"""Dataset sizes of the fork measurement's BGSAVEs."""
+FORK_REPS = 3
+FORK_VALUE_SIZE = 1000
+
+
+def fork_keys(mb: int, value_size: int = FORK_VALUE_SIZE) -> int:
+    """Keys of ``value_size``-byte values that make about ``mb`` MB of dataset."""
+    return mb * 1_000_000 // (value_size + 100)
+
+
+def measure_fork(t: Target, sizes_mb: tuple[int, ...] = FORK_SIZES_MB, reps: int = FORK_REPS,
+                 value_size: int = FORK_VALUE_SIZE) -> list[Measurement]:
     """fork() time vs RSS (BGSAVE at two dataset sizes) and the child's keys/s."""
-    t.say(f"fork: BGSAVE at {' and '.join(f'{s} MB' for s in sizes_mb)} of data")
     rss, forks, rates = [], [], []
-    try:
-        load.delete_prefix(t.client)
-        have = 0
-        for mb in sizes_mb:
-            n = mb * 1_000_000 // (value_size + 100)
-            load.fill(t.client, n - have, value_size, start=have)
-            have = n
-            for _ in range(reps):
-                f, r, child = _bgsave(t)
-                forks.append(f)
-                rss.append(r)
-                rates.append(n / child if child > 0 else math.nan)
-    finally:
-        load.delete_prefix(t.client)
+    with _step(t, "fork") as bar:
+        try:
+            load.delete_prefix(t.client)
+            have = 0
+            for mb in sizes_mb:
+                n = fork_keys(mb, value_size)
+                load.fill(t.client, n - have, value_size, start=have)
+                have = n
+                for _ in range(reps):
+                    f, r, child = _bgsave(t)
+                    forks.append(f)
+                    rss.append(r)
+                    rates.append(n / child if child > 0 else math.nan)
+                    bar.update()
+        finally:
+            load.delete_prefix(t.client)
     fixed, per_gb = solver.fork_cost(rss, forks)
     how = ("BGSAVE with " + ", ".join(f"{r / 1e6:.0f} MB RSS: {f * 1e3:.2f} ms"
                                       for r, f in zip(rss, forks, strict=True))

@@ -19,6 +19,7 @@ model reproduces the measured loads with its own sleep counts.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,14 +92,21 @@ def run(sc: dict[str, Any], seed: int = 1):
     return Simulation(load_scenario(sc), seed=seed, progress=False).run()
 
 
+MATCHING_RUNS = 3
+"""Model runs of ``run_matched``: a first guess of the think time and two
+corrections (the rate then within ~1 % of the real one)."""
+
+
 def run_matched(base: dict[str, Any], clients: int, pipeline: int, rate: float,
-                command: str = "SET", value_size: int = 3, saturate: bool = False):
+                command: str = "SET", value_size: int = 3, saturate: bool = False,
+                runs: int = MATCHING_RUNS):
     """Run ``base`` (a ``scenario()``) with redis-benchmark's load at the real
-    ``rate`` (commands/s); ``saturate``: think 0 (the server sets the rate).
-    Returns the last Result."""
+    ``rate`` (commands/s), correcting the think time ``runs`` - 1 times;
+    ``saturate``: think 0 (the server sets the rate), one run. Returns the last
+    Result."""
     think = 0.0 if saturate else max(clients * pipeline / rate - LOOPBACK_RTT_S, 0.0)
     result = None
-    for _ in range(1 if saturate else 3):
+    for _ in range(1 if saturate else runs):
         sc = merge(base, {"clients": [bench_group(clients, pipeline, think, command,
                                                   value_size)]})
         result = run(sc)
@@ -172,6 +180,38 @@ def engine_cpu(io_us: float, command_us: float, wakeup_us: float | None) -> dict
 
 
 @dataclass(frozen=True)
+class FitBudget:
+    """How much model time ``fit_in_model`` may spend.
+
+    Attributes:
+        rounds: Broyden rounds at most after the first (each one replay per
+            fitted load).
+        tol: it stops when every fitted load is within this of its measured CPU.
+        duration, warmup: simulated seconds of each model run, and the warm-up
+            left out of its figures.
+        matching: model runs per replay (``run_matched``'s ``runs``).
+    """
+
+    rounds: int = 8
+    tol: float = 0.005
+    duration: float = 2.0
+    warmup: float = 0.5
+    matching: int = MATCHING_RUNS
+
+    def replays(self, fitted: int, checks: int, rounds: int | None = None) -> int:
+        """Replays of a fit of ``fitted`` loads with ``checks`` check loads that
+        takes ``rounds`` rounds after the first (default: all of them): each
+        round replays every fitted load, then each check load once."""
+        r = self.rounds if rounds is None else min(rounds, self.rounds)
+        return fitted * (1 + r) + checks
+
+
+FIT_FULL = FitBudget()
+"""The fit of a full calibration: runs as long as ``scenario()``'s (2 s after
+0.5 s of warm-up), to 0.5 % of every load."""
+
+
+@dataclass(frozen=True)
 class ModelFit:
     """Costs with which the model reproduces measured loads (µs).
 
@@ -193,7 +233,8 @@ class ModelFit:
 
 def fit_in_model(version: str, fitted: list[tuple[Any, float]],
                  checks: list[tuple[Any, float]], io_us: float, command_us: float,
-                 wakeup_us: float | None, rounds: int = 8, tol: float = 0.005) -> ModelFit:
+                 wakeup_us: float | None, budget: FitBudget = FIT_FULL,
+                 progress: Callable[[str], None] | None = None) -> ModelFit:
     """The I/O, SET and (unless ``wakeup_us`` is None) sleeping-poll costs with
     which the model, run at each measured load's rate, spends the measured
     main-thread CPU per command.
@@ -205,9 +246,10 @@ def fit_in_model(version: str, fitted: list[tuple[Any, float]],
     at the starting costs (``CpuParts``: reads, commands and sleeping polls per
     command, as if those counts did not move with the costs), and each round
     (one model run per load) corrects it for how they do move (dearer commands,
-    fewer sleeps). It stops when every load is within ``tol`` or after
-    ``rounds`` runs; a last run at every load, checks included, gives the
-    residuals.
+    fewer sleeps). It stops when every load is within ``budget.tol`` or after
+    ``budget.rounds`` rounds; a run at each check load then gives, with the last
+    round, the residuals (``budget.replays`` counts the replays). ``progress`` is called
+    after each replay of a load with where the fit stands, in words.
 
     Why not the real sleep counts: a 50-connection P = 1 load sleeps 0.08-0.2
     times per SET on the same host from one run to the next, and the model's
@@ -231,30 +273,48 @@ def fit_in_model(version: str, fitted: list[tuple[Any, float]],
     def costs(x: np.ndarray) -> tuple[float, float, float]:
         return float(x[0]), float(x[1]), float(x[2]) if fit_wake else default_wake
 
+    state = {"round": 0, "worst": None}
+
+    def note() -> None:
+        if progress is not None:
+            worst = state["worst"]
+            progress(f"round {state['round']}/{budget.rounds}" + (
+                "" if worst is None else f", loads off by <= {worst:.1%} (stops at "
+                f"{budget.tol:.1%})"))
+
     def runs(x: np.ndarray, points: list[tuple[Any, float]]) -> list[CpuParts]:
         io, b, wake = costs(x)
-        base = scenario(version, engine={"cpu": engine_cpu(io, b, wake)})
-        return [CpuParts.of(run_matched(base, p.clients, p.pipeline, rate), iteration,
-                            max(wake, 1e-3)) for p, rate in points]
+        base = scenario(version, engine={"cpu": engine_cpu(io, b, wake)},
+                        duration=budget.duration, warmup=budget.warmup)
+        out = []
+        for p, rate in points:
+            out.append(CpuParts.of(run_matched(base, p.clients, p.pipeline, rate,
+                                               runs=budget.matching),
+                                   iteration, max(wake, 1e-3)))
+            note()
+        return out
 
     x = np.maximum([io_us, command_us] + ([wakeup_us] if fit_wake else []), floor + 0.05)
     parts = runs(x, fitted)
     f = np.array([q.total for q in parts]) / measured - 1
+    state["worst"] = float(np.max(np.abs(f)))
     io, b, _ = costs(x)
     jac = np.array([[q.io / io, q.command / b] + ([q.sleeps] if fit_wake else [])
                     for q in parts]) / measured[:, None]
-    for _ in range(rounds):
-        if np.max(np.abs(f)) < tol:
+    for _ in range(budget.rounds):
+        if np.max(np.abs(f)) < budget.tol:
             break
         step = -np.linalg.lstsq(jac, f, rcond=None)[0]
         x_new = np.maximum(x + step, floor)
         step = x_new - x
         if not np.any(step):
             break
+        state["round"] += 1
         parts = runs(x_new, fitted)
         f_new = np.array([q.total for q in parts]) / measured - 1
         jac += np.outer(f_new - f - jac @ step, step) / float(step @ step)
         x, f = x_new, f_new
+        state["worst"] = float(np.max(np.abs(f)))
     every = fitted + checks
     residuals = tuple(q.total / p.us_per_request - 1
                       for (p, _), q in zip(every, parts + runs(x, checks), strict=True))

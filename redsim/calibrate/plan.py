@@ -1,0 +1,393 @@
+"""What ``redsim calibrate`` will do, how long each step should take, and its progress.
+
+``plan()`` lists a calibration's steps, each with what it measures and an
+estimate of its wall time computed from the step's own parameters — the
+requests and repetitions of its loads, the keys it writes, the model replays of
+the fit — and from how fast the reference host does one unit of each
+(``REFERENCE``: redis-benchmark's rate per load shape, keys written per second,
+the model's wall time per simulated command...). ``Progress`` says when each
+step starts and ends, with its time against the estimate, and draws a tqdm bar
+on stderr within the steps that take a while (a bar only on a terminal, and
+never with ``REDSIM_NO_PROGRESS=1``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from redsim.calibrate import measure, replay
+
+
+@dataclass(frozen=True)
+class HostSpeed:
+    """How fast a host does the units calibration's steps are made of.
+
+    Attributes:
+        bench_rps: redis-benchmark's SET requests/s per load shape
+            (clients, pipeline); another shape takes the nearest one's.
+        bench_start_s: each redis-benchmark run's own time (process, connections,
+            the INFO snapshots around it).
+        element_cost: extra time of a request per extra key or member (MGET of 10
+            keys takes 1 + 9 x this of a one-key request's time).
+        fill_keys_per_s, fill_bytes_per_s: keys SET through redis-py pipelines
+            (``load.fill``): per key, and per value byte.
+        unlink_keys_per_s: keys removed by ``load.delete_prefix`` (SCAN + UNLINK).
+        settle_s: ``load.settle`` on an idle server (its serverCron wait).
+        model_start_s: the first model run of a process (loading the kernel's
+            machine code from its cache).
+        model_run_s: every model run's own time (the scenario, the keyspace).
+        model_us_per_batch, model_us_per_command: wall µs per simulated request
+            batch and per simulated command.
+        fsync_s: one small append + fdatasync; write_bytes_per_s: the disk's
+            sequential writes with fdatasync.
+        fork_keys_per_s: keys a BGSAVE child writes per second (1000-B values).
+    """
+
+    bench_rps: dict[tuple[int, int], float]
+    bench_start_s: float
+    element_cost: float
+    fill_keys_per_s: float
+    fill_bytes_per_s: float
+    unlink_keys_per_s: float
+    settle_s: float
+    model_start_s: float
+    model_run_s: float
+    model_us_per_batch: float
+    model_us_per_command: float
+    fsync_s: float
+    write_bytes_per_s: float
+    fork_keys_per_s: float
+
+    def rps(self, clients: int, pipeline: int) -> float:
+        """redis-benchmark's rate at this shape (the nearest measured one's)."""
+        if (clients, pipeline) in self.bench_rps:
+            return self.bench_rps[(clients, pipeline)]
+        near = min(self.bench_rps, key=lambda s: (abs(s[1] - pipeline), abs(s[0] - clients)))
+        return self.bench_rps[near]
+
+    def bench_s(self, ld: measure.CpuLoad, elements: int = 1) -> float:
+        """One redis-benchmark load of ``elements`` keys or members per request."""
+        per = (1 + self.element_cost * (elements - 1)) / self.rps(ld.clients, ld.pipeline)
+        return self.bench_start_s + ld.requests * per
+
+    def fill_s(self, keys: int, value_size: int) -> float:
+        return keys / self.fill_keys_per_s + keys * value_size / self.fill_bytes_per_s
+
+    def unlink_s(self, keys: int) -> float:
+        return keys / self.unlink_keys_per_s
+
+    def replay_s(self, ld: measure.CpuLoad, rate: float, budget: replay.FitBudget) -> float:
+        """One replay of a load in the model at ``rate`` commands/s (``budget.matching``
+        runs of ``budget.duration`` + ``warmup`` simulated seconds)."""
+        per_s = rate * (self.model_us_per_command + self.model_us_per_batch / ld.pipeline) * 1e-6
+        return budget.matching * (self.model_run_s + (budget.duration + budget.warmup) * per_s)
+
+
+# Measured on the reference host (a 2-vCPU AMD EPYC VM, Debian's Redis 7.0.15 on
+# loopback, the model's kernel cached): see the CHANGELOG entry of the plan.
+REFERENCE = HostSpeed(
+    bench_rps={(50, 1): 95_000.0, (50, 16): 650_000.0, (1, 1): 21_000.0, (1, 16): 190_000.0},
+    bench_start_s=0.15,
+    element_cost=0.25,
+    fill_keys_per_s=140_000.0,
+    fill_bytes_per_s=600e6,
+    unlink_keys_per_s=400_000.0,
+    settle_s=0.25,
+    model_start_s=4.0,
+    model_run_s=0.3,
+    model_us_per_batch=2.0,
+    model_us_per_command=1.0,
+    fsync_s=0.0003,
+    write_bytes_per_s=400e6,
+    fork_keys_per_s=300_000.0,
+)
+"""The reference host's speeds: the estimates are for it, and a slower or
+busier machine takes longer (the step's end line says by how much)."""
+
+TYPICAL_FIT_ROUNDS = 3
+"""Broyden rounds the model fit took on the reference host (after the first):
+the estimate counts these; the step can take up to ``FitBudget.rounds``."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a calibration.
+
+    Attributes:
+        key: its name in ``Progress`` (``cpu.loads``, ``memory``...).
+        part: the calibration part it belongs to (``ALL_PARTS``).
+        title: a few words.
+        what: what it measures, in a few words.
+        how: its loads and sizes, from its parameters.
+        estimate_s: wall time on the reference host.
+        units, unit: its progress bar (0: no bar).
+        upto_s: the longest it can take when that is well above the estimate
+            (the fit's every round), else None.
+    """
+
+    key: str
+    part: str
+    title: str
+    what: str
+    how: str
+    estimate_s: float
+    units: int = 0
+    unit: str = ""
+    upto_s: float | None = None
+    revise: Callable[..., float] | None = field(default=None, compare=False, repr=False)
+    """Re-estimates the step from what earlier steps measured (keyword facts)."""
+
+
+def _loads_text(loads: tuple[measure.CpuLoad, ...]) -> str:
+    return ", ".join(f"c={ld.clients} P={ld.pipeline} x {ld.requests:,}" for ld in loads)
+
+
+def cpu_steps(commands: tuple[str, ...], reps: int, cpu: measure.CpuSettings,
+              local: bool = True, speed: HostSpeed = REFERENCE) -> list[Step]:
+    """The CPU part's steps: the SET loads, their fit in the model, the commands."""
+    loads = cpu.loads + cpu.checks
+    set_s = reps * sum(speed.bench_s(ld) for ld in loads)
+    steps = [Step("cpu.loads", "cpu", "CPU per request",
+                  "main-thread CPU per SET at pipeline 1 and 16 and for a lone client: "
+                  "the read + write, command and sleeping-poll costs",
+                  f"{len(loads)} redis-benchmark SET loads ({_loads_text(loads)} requests) "
+                  f"x {reps} repetitions", set_s, reps * len(loads), "load")]
+    # A server on another machine: its sleeps are unknown, the fit keeps the
+    # 50-connection loads only (measure._fittable).
+    fitted = tuple(ld for ld in cpu.loads if local or ld.clients > 1)
+    budget = cpu.fit
+
+    def fit_s(rates: dict[measure.CpuLoad, float] | None = None,
+              rounds: int = TYPICAL_FIT_ROUNDS) -> float:
+        def rate(ld: measure.CpuLoad) -> float:
+            return (rates or {}).get(ld) or speed.rps(ld.clients, ld.pipeline)
+
+        one_round = sum(speed.replay_s(ld, rate(ld), budget) for ld in fitted)
+        r = min(rounds, budget.rounds)
+        return (speed.model_start_s + (1 + r) * one_round
+                + sum(speed.replay_s(ld, rate(ld), budget) for ld in cpu.checks))
+
+    sim = budget.duration + budget.warmup
+    steps.append(Step(
+        "cpu.fit", "cpu", "fit in the model",
+        "the costs with which the model, run at each load's measured rate, spends the "
+        "measured CPU per SET",
+        f"{len(fitted)} loads replayed per round, about {1 + TYPICAL_FIT_ROUNDS} rounds "
+        f"(up to {1 + budget.rounds}, until every load is within {budget.tol:.1%}), "
+        f"then {len(cpu.checks)} check load(s); a replay is {budget.matching} model runs "
+        f"of {sim:g} simulated s",
+        fit_s(), budget.replays(len(fitted), len(cpu.checks)), "replay",
+        upto_s=fit_s(rounds=budget.rounds), revise=fit_s))
+    others = [c for c in commands if c != "SET"]
+    if others:
+        ld = cpu.command_load
+        runs = 0
+        cmd_s = 0.0
+        for c in others:
+            for elements in (1, measure.MULTI_ELEMENTS) if c in measure.MULTI else (1,):
+                runs += 2 * reps
+                cmd_s += reps * (speed.bench_s(ld) + speed.bench_s(ld, elements))
+        multi = [c for c in others if c in measure.MULTI]
+        steps.append(Step(
+            "cpu.commands", "cpu", "CPU per command",
+            "each command's cost, from its load next to a SET load of the same shape"
+            + (" (fixed and per-element parts)" if multi else ""),
+            f"{', '.join(others)}: {reps} x (a SET load and the command's) of "
+            f"{ld.requests:,} requests at c={ld.clients} P={ld.pipeline}"
+            + (f", and again with {measure.MULTI_ELEMENTS} elements for {', '.join(multi)}"
+               if multi else ""), cmd_s, runs, "load"))
+    return steps
+
+
+def part_steps(part: str, speed: HostSpeed = REFERENCE) -> list[Step]:
+    """The steps of a part other than cpu, from ``measure``'s parameters."""
+    if part == "memory":
+        sizes, n = measure.KEY_MEMORY_SIZES, measure.KEY_MEMORY_KEYS
+        s = sum(2 * speed.settle_s + speed.fill_s(n, v) + speed.unlink_s(n) for v in sizes)
+        return [Step("memory", part, "memory per key",
+                     "used_memory per key at each value size, and the allocator's quantum",
+                     f"{n:,} keys at {', '.join(map(str, sizes))}-byte values", s,
+                     len(sizes), "size")]
+    if part == "clients":
+        n = measure.CLIENT_CONNECTIONS
+        waits = sum(measure.CLIENT_WAITS_S)
+        return [Step("clients", part, "memory per connection",
+                     "mem_clients_normal per connection: fresh, after a request, idle",
+                     f"{n} connections held {waits:g} s", speed.settle_s + waits)]
+    if part == "eviction":
+        reps, base, ld = (measure.EVICTION_REPS, measure.EVICTION_BASE_KEYS,
+                          measure.EVICTION_LOAD)
+        one = (2 * speed.settle_s + speed.fill_s(base, 100) + 2 * speed.bench_s(ld)
+               + speed.unlink_s(base + 2 * ld.requests))
+        return [Step("eviction", part, "eviction CPU",
+                     "main-thread CPU per evicted key (allkeys-lru)",
+                     f"{reps} x ({base:,} keys of 100 B, then {ld.requests:,} new-key SETs at "
+                     f"c={ld.clients} P={ld.pipeline} without and with maxmemory)",
+                     reps * one, reps, "repetition")]
+    if part == "disk":
+        n, most = measure.FSYNC_SAMPLES, measure.FSYNC_MAX_S
+        total = measure.BANDWIDTH_BYTES
+        s = min(n * speed.fsync_s, most) + total / speed.write_bytes_per_s
+        return [Step("disk", part, "disk",
+                     "fdatasync latency of an AOF-sized append, and write bandwidth",
+                     f"up to {n} fdatasyncs of {measure.FSYNC_PROBE_BYTES} B (or {most:g} s), "
+                     f"then {total >> 20} MB of writes", s)]
+    if part == "fork":
+        sizes, reps, v = measure.FORK_SIZES_MB, measure.FORK_REPS, measure.FORK_VALUE_SIZE
+        keys = [measure.fork_keys(mb, v) for mb in sizes]
+        s = speed.fill_s(keys[-1], v) + speed.unlink_s(keys[-1]) + sum(
+            reps * (speed.settle_s + k / speed.fork_keys_per_s) for k in keys)
+        return [Step("fork", part, "fork",
+                     "fork() time against RSS, and the RDB child's keys per second",
+                     f"BGSAVE x {reps} at {' and '.join(f'{mb} MB' for mb in sizes)} "
+                     f"({keys[-1]:,} keys of {v} B at most)", s, reps * len(sizes), "BGSAVE")]
+    raise ValueError(f"unknown calibration part {part!r}")
+
+
+def plan(parts: tuple[str, ...], commands: tuple[str, ...], reps: int,
+         cpu: measure.CpuSettings = measure.CPU_FULL, *, local: bool = True,
+         data_dir: bool = True, speed: HostSpeed = REFERENCE) -> list[Step]:
+    """The steps of a calibration of ``parts`` (in the order it runs them);
+    ``local``: the server runs on this machine (its sleeps can be counted);
+    ``data_dir``: a directory to probe the disk in is known (else no disk step)."""
+    steps: list[Step] = []
+    for part in parts:
+        if part == "cpu":
+            steps += cpu_steps(commands, reps, cpu, local, speed)
+        elif part != "disk" or data_dir:
+            steps += part_steps(part, speed)
+    return steps
+
+
+def duration(seconds: float) -> str:
+    """``45 s``, ``2 min 10 s``, ``14 min``."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 600:
+        return f"{s // 60} min {s % 60:02d} s" if s % 60 else f"{s // 60} min"
+    return f"{round(seconds / 60)} min"
+
+
+def describe(steps: list[Step]) -> str:
+    """The plan as the CLI prints it before measuring."""
+    total = sum(s.estimate_s for s in steps)
+    lines = [f"plan: {len(steps)} step(s), about {duration(total)} in all "
+             "(the reference host's speed: a 2-vCPU VM, the server on loopback)"]
+    width = max((len(s.title) for s in steps), default=0)
+    for i, s in enumerate(steps, 1):
+        upto = f", up to {duration(s.upto_s)}" if s.upto_s else ""
+        lines.append(f"  {i}. {s.title:<{width}}  ~{duration(s.estimate_s)}{upto}: {s.what}")
+        lines.append(f"     {'':<{width}}  {s.how}")
+    return "\n".join(lines)
+
+
+def _bars_wanted() -> bool:
+    return sys.stderr.isatty() and os.environ.get("REDSIM_NO_PROGRESS") != "1"
+
+
+class Bar:
+    """A step's progress bar (a no-op when bars are off)."""
+
+    def __init__(self, bar: Any = None) -> None:
+        self._bar = bar
+
+    def update(self, n: int = 1) -> None:
+        if self._bar is not None:
+            self._bar.update(n)
+
+    def note(self, text: str) -> None:
+        if self._bar is not None:
+            self._bar.set_postfix_str(text, refresh=True)
+
+
+class Progress:
+    """Says when each step of a plan starts and ends, and draws its bar.
+
+    ``say`` gets the lines (through tqdm, so that they do not break a bar);
+    ``bars``: draw tqdm bars on stderr (None: when stderr is a terminal and
+    ``REDSIM_NO_PROGRESS`` is not 1). ``took`` keeps each step's time.
+    """
+
+    def __init__(self, steps: list[Step], say: Callable[[str], None] = print,
+                 bars: bool | None = None) -> None:
+        self.steps = list(steps)
+        self._say = say
+        self.bars = _bars_wanted() if bars is None else bars
+        self.took: dict[str, float] = {}
+        self.estimates = {s.key: s.estimate_s for s in self.steps}
+        self._open = 0
+
+    def say(self, text: str) -> None:
+        if self._open:
+            from tqdm import tqdm
+
+            with tqdm.external_write_mode():
+                self._say(text)
+        else:
+            self._say(text)
+
+    def _find(self, key: str) -> tuple[int, Step] | None:
+        for i, s in enumerate(self.steps, 1):
+            if s.key == key:
+                return i, s
+        return None
+
+    def left_s(self, after: str) -> float:
+        """The estimates of the steps after ``after``."""
+        keys = [s.key for s in self.steps]
+        return sum(self.estimates[k] for k in keys[keys.index(after) + 1:])
+
+    @contextlib.contextmanager
+    def step(self, key: str, **facts: Any) -> Iterator[Bar]:
+        """Run step ``key`` (a step not in the plan runs silently); ``facts``
+        re-estimate it (the fit, at the rates the loads measured)."""
+        found = self._find(key)
+        if found is None:
+            yield Bar()
+            return
+        i, s = found
+        head = f"[{i}/{len(self.steps)}] {s.title}"
+        est = self.estimates[key]
+        if facts and s.revise is not None:
+            est = self.estimates[key] = s.revise(**facts)
+        self.say(f"{head}: {s.how} (~{duration(est)}"
+                 + (f", up to {duration(s.upto_s)}" if s.upto_s else "") + ")")
+        bar = None
+        if self.bars and s.units:
+            from tqdm import tqdm
+
+            bar = tqdm(total=s.units, unit=s.unit, desc=f"  {s.title}", leave=False,
+                       file=sys.stderr, dynamic_ncols=True)
+        self._open += bar is not None
+        t0 = time.monotonic()
+        try:
+            yield Bar(bar)
+        finally:
+            if bar is not None:
+                bar.close()
+                self._open -= 1
+        took = self.took[key] = time.monotonic() - t0
+        left = self.left_s(key)
+        self.say(f"{head}: done in {duration(took)} (estimated {duration(est)})"
+                 + (f"; about {duration(left)} left" if left >= 1 else ""))
+
+    def skip(self, key: str, why: str) -> None:
+        """Say that step ``key`` is skipped, and why."""
+        found = self._find(key)
+        if found is not None:
+            i, s = found
+            self.took[key] = 0.0
+            self.say(f"[{i}/{len(self.steps)}] {s.title}: skipped ({why})")
+
+    def record(self) -> list[dict[str, Any]]:
+        """Each step's estimate and time, for the calibration file's ``made``."""
+        return [{"step": s.key, "estimate_s": round(self.estimates[s.key], 1),
+                 "took_s": round(self.took[s.key], 1)} for s in self.steps
+                if s.key in self.took]
