@@ -333,11 +333,11 @@ def cmd_calibrate(args) -> int:
         raise
     lacks = doc.get("not-measured") or {}
     if lacks:
-        print(f"{args.out} lacks: " + "; ".join(
-            f"{part} ({v['what']})" for part, v in lacks.items())
-              + ". A scenario using it keeps the model's defaults for those"
-              + (" (a full calibration, without --quick, measures the parts)"
-                 if args.quick else ""))
+        print(f"{args.out} lacks these; a scenario using it keeps the model's defaults for "
+              "them" + (" (without --quick, redsim calibrate measures them all but the "
+                        "commands, which --commands all adds):" if args.quick else ":"))
+        for part, v in lacks.items():
+            print(f"  {part}: {v['what']}")
     return 0
 
 
@@ -574,8 +574,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--data-dir", help="directory to probe fsync in (default: the "
                    "server's dir, when it is on this machine)")
     c.add_argument("--quick", action="store_true",
-                   help="the per-request and per-command CPU costs only, with a shorter fit "
-                        "in the model (< 3 min); the file lists what it lacks")
+                   help="the per-request and per-command CPU costs only (as --only cpu, "
+                        "< 3 min); the file lists what it lacks")
     c.add_argument("--no-progress", action="store_true",
                    help="no progress bars (the line per step stays)")
     c.set_defaults(func=cmd_calibrate)

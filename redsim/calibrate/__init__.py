@@ -86,8 +86,8 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
         commands: commands whose per-command cost is measured.
         reps: repetitions of each CPU load.
         data_dir: where to probe fsync (default: the server's ``dir`` when local).
-        quick: the CPU part only (``parts`` must be ``QUICK_PARTS``), with the
-            fit in the model on a smaller budget (``measure.CPU_QUICK``).
+        quick: the per-request and per-command CPU costs only (``parts`` must
+            be ``QUICK_PARTS``); the file says that it lacks the other parts.
         progress: progress bars on stderr within long steps (None: when stderr
             is a terminal); the lines saying when each step starts and ends go
             to ``say`` either way.
@@ -118,7 +118,7 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
         target = measure.Target.connect(host, port, can_write=can_write, say=say)
         if data_dir is not None:
             target.data_dir = Path(data_dir)
-        cpu = measure.CPU_QUICK if quick else measure.CPU_FULL
+        cpu = measure.CPU_FULL
         steps = plan.plan(parts, commands, reps, cpu, local=target.pid is not None,
                           data_dir=target.data_dir is not None)
         if "cpu" in parts:
@@ -140,37 +140,28 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
 
 
 def _compile_first() -> list[plan.Step]:
-    """A step compiling the simulation kernel, when the fit would otherwise do it."""
+    """A step compiling the simulation kernel, when the fit would otherwise do it
+    unannounced (its first model run)."""
+    from redsim.kernel_compile import estimate_s
     from redsim.model.jit import kernel_compiled
 
     if kernel_compiled():
         return []
-    try:
-        from redsim.kernel_compile import estimate_s
-
-        est, source = estimate_s()
-    except ImportError:
-        est, source = 470.0, "a cold compile on the reference VM"
+    est, source = estimate_s()
     return [plan.Step("compile", "cpu", "compile the model",
-                      "the simulation kernel's machine code, once per install and version "
-                      "(`redsim compile` does it ahead)", f"numba, cached after ({source})",
-                      est)]
+                      "nothing: it builds the simulation kernel's machine code, which the "
+                      "fit needs, once per install and version (`redsim compile` does it "
+                      "ahead)", f"numba, into its cache; the estimate is {source}'s", est)]
 
 
-def _ensure_compiled(t: measure.Target) -> None:
+def _ensure_compiled(t: measure.Target, bars: bool | None) -> None:
+    from redsim.kernel_compile import ensure_compiled
     from redsim.model.jit import kernel_compiled
 
     if kernel_compiled():
         return
     with measure._step(t, "compile"):
-        try:
-            from redsim.kernel_compile import ensure_compiled
-        except ImportError:
-            from redsim.simulation import warm_up
-
-            warm_up()
-        else:
-            ensure_compiled(progress=False)
+        ensure_compiled(progress=bars)
 
 
 def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[str, ...],
@@ -193,7 +184,7 @@ def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[s
     skipped: dict[str, str] = {}
     try:
         if "cpu" in parts:
-            _ensure_compiled(t)
+            _ensure_compiled(t, t.progress.bars if t.progress is not None else False)
             ms += measure.measure_cpu(t, list(commands), reps=reps, settings=cpu,
                                       model_version=replay.model_version_of(
                                           str(info.get("redis_version", ""))))

@@ -197,10 +197,10 @@ class CpuSettings:
 
 
 CPU_FULL = CpuSettings()
-CPU_QUICK = CpuSettings(checks=(), fit=replay.FitBudget(rounds=4, tol=0.01, duration=1.0,
-                                                        warmup=0.25))
-"""``redsim calibrate --quick``: the same loads, no check load, and a fit on
-shorter model runs that stops at 1 % (see the CHANGELOG for what it costs)."""
+"""What ``redsim calibrate`` runs, ``--quick`` included: on the reference host
+the loads take ~7 s and the fit ~7 s (a model run of 2.5 simulated s takes
+0.05-0.2 s once the kernel is compiled), so a smaller fit would save seconds
+and cost accuracy."""
 
 
 def _bench_args(command: str, value_size: int, elements: int = 1, keys: str = _K
@@ -352,7 +352,7 @@ def measure_cpu(t: Target, commands: list[str], reps: int = 3,
                 f"(redis-version {model_version}), its CPU per SET is the measured one with "
                 "its own sleeping polls per SET (the real ones vary 0.08-0.2 at c=50 P=1 "
                 f"between runs); the model is within {mean.max_rel_residual:.0%} of the "
-                "fitted loads" + "".join(
+                f"fitted loads after {mf.rounds} of {settings.fit.rounds} rounds" + "".join(
                     f"; c={ld.clients} P={ld.pipeline}, not fitted, model {r:+.0%}"
                     for ld, r in zip(checked_loads, res_check, strict=True)))
     share = solver.READ_SHARE  # of the I/O cost given to read

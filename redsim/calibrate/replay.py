@@ -222,6 +222,7 @@ class ModelFit:
         iteration_us: every poll's own cost (``engine.cpu.iteration``, not fitted).
         residuals: per load, model / measured − 1 with these costs, in the
             order given (fitted loads, then checks).
+        rounds: Broyden rounds it took after the first.
     """
 
     io_us: float
@@ -229,6 +230,7 @@ class ModelFit:
     wakeup_us: float
     iteration_us: float
     residuals: tuple[float, ...]
+    rounds: int = 0
 
 
 def fit_in_model(version: str, fitted: list[tuple[Any, float]],
@@ -248,8 +250,9 @@ def fit_in_model(version: str, fitted: list[tuple[Any, float]],
     (one model run per load) corrects it for how they do move (dearer commands,
     fewer sleeps). It stops when every load is within ``budget.tol`` or after
     ``budget.rounds`` rounds; a run at each check load then gives, with the last
-    round, the residuals (``budget.replays`` counts the replays). ``progress`` is called
-    after each replay of a load with where the fit stands, in words.
+    round, the residuals (``budget.replays`` counts the replays). ``progress``
+    is called after each replay of a load with where the fit stands, in words
+    (the round, and how far off the worst load was after the last one).
 
     Why not the real sleep counts: a 50-connection P = 1 load sleeps 0.08-0.2
     times per SET on the same host from one run to the next, and the model's
@@ -279,8 +282,7 @@ def fit_in_model(version: str, fitted: list[tuple[Any, float]],
         if progress is not None:
             worst = state["worst"]
             progress(f"round {state['round']}/{budget.rounds}" + (
-                "" if worst is None else f", loads off by <= {worst:.1%} (stops at "
-                f"{budget.tol:.1%})"))
+                "" if worst is None else f", worst load {worst:.1%} off"))
 
     def runs(x: np.ndarray, points: list[tuple[Any, float]]) -> list[CpuParts]:
         io, b, wake = costs(x)
@@ -319,4 +321,4 @@ def fit_in_model(version: str, fitted: list[tuple[Any, float]],
     residuals = tuple(q.total / p.us_per_request - 1
                       for (p, _), q in zip(every, parts + runs(x, checks), strict=True))
     io, b, wake = costs(x)
-    return ModelFit(io, b, wake, iteration, residuals)
+    return ModelFit(io, b, wake, iteration, residuals, state["round"])
