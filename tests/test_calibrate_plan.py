@@ -125,7 +125,7 @@ def test_progress_says_when_each_step_starts_and_ends():
         pass
     # The plan's 22.5 s, and the 41.4 + 9 s of the steps after it.
     assert said[:2] == ["[1/3] CPU per request: ~22 s",
-                        "[1/3] CPU per request: done in 0 s (estimated 22 s); about 50 s left"]
+                        "[1/3] CPU per request: done in <1 s (estimated 22 s); about 50 s left"]
     assert len(said) == 2  # a step the plan does not have runs silently
     with progress.step("cpu.fit", rates={LOADS[0]: 50_000.0}):
         pass

@@ -67,4 +67,7 @@ def test_quick_calibration_measures_the_cpu_costs_within_three_minutes(tmp_path)
                                         "commands"}
     assert doc["not-measured"]["fork"]["why"] == "a quick calibration (--quick)"
     assert [s["step"] for s in doc["made"]["steps"]] == ["cpu.loads", "cpu.fit", "cpu.commands"]
-    assert "lacks: memory" in said and "without --quick" in said
+    # The command says so at the end, a part a line.
+    assert "quick.yaml lacks these; a scenario using it keeps the model's defaults" in said
+    assert said.rstrip().endswith("  commands: main-thread CPU of commands other than SET, GET")
+    assert "\n  fork: fork time against RSS" in said

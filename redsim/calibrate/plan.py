@@ -264,8 +264,10 @@ def plan(parts: tuple[str, ...], commands: tuple[str, ...], reps: int,
 
 
 def duration(seconds: float) -> str:
-    """``45 s``, ``2 min 10 s``, ``14 min``."""
+    """``<1 s``, ``45 s``, ``2 min 10 s``, ``14 min``."""
     s = round(seconds)
+    if s < 1:
+        return "<1 s"
     if s < 60:
         return f"{s} s"
     if s < 600:
