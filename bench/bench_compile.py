@@ -45,7 +45,7 @@ warm_up()
 out = {"wall_s": time.perf_counter() - t0, "import_s": import_s,
        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 if profile:
-    evs = []
+    evs, sigs = [], {}
     for ts, ev in rec.buffer:
         d = ev.data or {}
         if ev.kind == "numba:compile":
@@ -53,12 +53,15 @@ if profile:
             name = getattr(getattr(disp, "py_func", None), "__qualname__", str(disp))
             mod = getattr(getattr(disp, "py_func", None), "__module__", "")
             name = f"{mod.rsplit('.', 1)[-1]}.{name}"
+            if ev.is_start:
+                sigs.setdefault(name, []).append(str(d.get("args")))
         elif ev.kind == "numba:run_pass":
             name = d.get("name", "?")
         else:
             name = ""
         evs.append((ts, ev.kind, ev.is_start, name))
     out["events"] = evs
+    out["signatures"] = sigs
 print("RESULT " + json.dumps(out))
 """
 
@@ -143,6 +146,11 @@ def main() -> None:
         print(f"\n{'own s':>8}  function (top {args.top})")
         for name, s in sorted(func.items(), key=lambda kv: -kv[1])[:args.top]:
             print(f"{s:8.2f}  {name}")
+        many = {k: v for k, v in cold["signatures"].items() if len(v) > 1}
+        print(f"\n{len(many)} functions compiled for more than one signature "
+              f"({sum(len(v) for v in many.values()) - len(many)} extra compiles):")
+        for name, sig in sorted(many.items(), key=lambda kv: -len(kv[1]))[:args.top]:
+            print(f"{len(sig):4d}  {name}: {'; '.join(s[:80] for s in sig[:3])}")
         print(f"\n{'own s':>8}  compiler pass (top {args.top})")
         for name, s in sorted(passes.items(), key=lambda kv: -kv[1])[:args.top]:
             print(f"{s:8.2f}  {name}")

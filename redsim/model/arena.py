@@ -79,7 +79,7 @@ import numpy as np
 
 from redsim.model import nonfull
 from redsim.model.jemalloc import size_class
-from redsim.model.jit import entry, leaf, step
+from redsim.model.jit import entry, hot_leaf, leaf, step
 from redsim.model.state import (
     AL_ALLOCATED,
     AL_DECAY_EPOCH,
@@ -300,7 +300,7 @@ def _release_slab(w, s):
 # ---- malloc and free -------------------------------------------------------------------
 
 
-@leaf
+@hot_leaf
 def _slabcur(w, b):
     """Bin b's slabcur with a free region: a full one leaves for the full list
     and the lowest non-full slab, or else a fresh one, takes its place

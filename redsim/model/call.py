@@ -64,7 +64,7 @@ from redsim.model.db import (
     new_key_row,
     set_key,
 )
-from redsim.model.jit import leaf, step
+from redsim.model.jit import hot_leaf, leaf, step
 from redsim.model.locality import hot_or_rest, recent_or_rest, remember, slide
 from redsim.model.propagate import propagate
 from redsim.model.protocol import bulk, digits, elements, header, value_bytes_moved
@@ -132,7 +132,7 @@ def zipf_cdf(n: int, s: float) -> np.ndarray:
     return cdf
 
 
-@leaf
+@hot_leaf
 def key_at(w, g, u):
     """The key row at quantile u of group g's key distribution: its key id
     (``key_id_at``) past the group's first row (a collection keyspace's own
@@ -140,7 +140,7 @@ def key_at(w, g, u):
     return key_id_at(w, g, u) + w.gp_key_lo[g]
 
 
-@leaf
+@hot_leaf
 def key_id_at(w, g, u):
     """The key id at quantile u of group g's key distribution (uniform or Zipf),
     with its hot set and drift (``locality.py``)."""
@@ -158,13 +158,13 @@ def key_id_at(w, g, u):
     return key
 
 
-@leaf
+@hot_leaf
 def pick_key(w, g):
     """A key id drawn from group g's key distribution."""
     return key_at(w, g, uniform(w, w.gp_stream[g] + 1))
 
 
-@leaf
+@hot_leaf
 def pick_read_key(w, g):
     """The key a read of group g names: one of its recent writes with the
     ``recent`` probability, else a draw as ``pick_key`` (one uniform either way)."""
@@ -176,7 +176,7 @@ def pick_read_key(w, g):
     return key_at(w, g, u)
 
 
-@leaf
+@hot_leaf
 def pick_write_key(w, g):
     """The key a write of group g stores: ``NEW_KEY`` with probability
     ``write_once``, else one from the key distribution. One uniform decides
@@ -190,7 +190,7 @@ def pick_write_key(w, g):
     return key_at(w, g, (u - f) / (1.0 - f))
 
 
-@leaf
+@hot_leaf
 def prefetch_extra_keys(w, g, k):
     """Start loading the rows of the k−1 further keys a multi-key command is
     about to draw (uniform key choice: the draws are known in advance), so

@@ -52,7 +52,7 @@ not counted.
 from __future__ import annotations
 
 from redsim.model.jemalloc import size_class
-from redsim.model.jit import leaf
+from redsim.model.jit import hot_leaf, leaf
 from redsim.model.protocol import PROTO_IOBUF_LEN, PROTO_MBULK_BIG_ARG
 from redsim.model.state import (
     CE_ENTERED,
@@ -165,7 +165,7 @@ def qb_set(w, c, hdr, room, alloc):
         update(w, c)
 
 
-@leaf
+@hot_leaf
 def make_room_for(w, c, length, addlen, greedy):
     """``_sdsMakeRoomFor(querybuf, addlen, greedy)`` with ``length`` bytes in it.
 
@@ -277,7 +277,7 @@ def free_client(w, c):
     w.cn_qb_hdr[c] = 0
 
 
-@leaf
+@hot_leaf
 def query_buffer_read(w, c, buffered, big_remaining, big_len):
     """``readQueryFromClient`` up to the ``read()``: the query buffer made ready
     and the number of bytes asked for, with ``buffered`` bytes of an unfinished
@@ -339,7 +339,7 @@ def reply_added(w, c):
             w.cn_buf_peak[c] = fill
 
 
-@leaf
+@hot_leaf
 def resize_query_buffer(w, c, buffered, bulklen):
     """``clientsCronResizeQueryBuffer`` for one client with ``buffered`` bytes of an
     unfinished command, inside a bulk argument of ``bulklen`` bytes (-1: none).

@@ -44,7 +44,7 @@ from redsim.model import lazyfree, lfu
 from redsim.model.bigkeys import collection_of, is_collection
 from redsim.model.cow import cow_touch
 from redsim.model.encoding import DICT_HT_INITIAL_SIZE, next_power
-from redsim.model.jit import entry, leaf, step
+from redsim.model.jit import entry, hot_leaf, leaf, step
 from redsim.model.main_thread import busy
 from redsim.model.memory import POINTER, over_maxmemory_after_alloc, used_memory
 from redsim.model.objects import (
@@ -209,7 +209,7 @@ def resize_table(w, size_at, handle_at, new):
         I[size_at] = new
 
 
-@leaf
+@hot_leaf
 def key_cost(w, key_len, vlen, has_ttl):
     """Bytes a key allocates; ``vlen`` -1 is an integer value, below it a
     collection (``bigkeys``)."""
@@ -221,12 +221,12 @@ def key_cost(w, key_len, vlen, has_ttl):
                             has_ttl, I[Q16])
 
 
-@leaf
+@hot_leaf
 def key_exists(w, k):
     return w.ks_cost[k] > 0
 
 
-@leaf
+@hot_leaf
 def is_lfu(w):
     p = w.I[EV_POLICY]
     return p == POLICY_ALLKEYS_LFU or p == POLICY_VOLATILE_LFU
@@ -240,7 +240,7 @@ def access_field(w, old):
     return w.I[LRU_CLOCK]
 
 
-@leaf
+@hot_leaf
 def expires_add(w, k):
     """Put key k in the expires dict, at a hashed position among its entries (the
     entry there moves to the end), so that their order is unrelated to expiry."""
@@ -379,7 +379,7 @@ def set_key(w, k, key_len, vlen, ttl):
     cow_touch(w, k, 1)  # the new value's allocation
 
 
-@leaf
+@hot_leaf
 def expire_if_needed(w, k):
     """``expireIfNeeded``: delete key k if its time has passed; True if it did."""
     F = w.F
@@ -402,7 +402,7 @@ def key_live(w, k):
     return key_exists(w, k) and not expire_if_needed(w, k)
 
 
-@leaf
+@hot_leaf
 def lookup_key(w, k, touch):
     """``lookupKey``: the value length of key k, or None-like -2 on a miss
     (counted as a keyspace hit or miss). ``touch`` updates the LRU clock."""

@@ -114,7 +114,7 @@ from redsim.model.eviction import EVICT_FAIL, EVICT_RUNNING, perform_evictions
 from redsim.model.expire import active_expire_cycle
 from redsim.model.fork import fork_command, persistence_cron
 from redsim.model.gauges import snapshot_gauges
-from redsim.model.jit import entry, leaf, step
+from redsim.model.jit import entry, hot_leaf, leaf, step
 from redsim.model.main_thread import busy, busy_to
 from redsim.model.memory import used_memory
 from redsim.model.protocol import (
@@ -540,7 +540,7 @@ def read_query_from_client(w, c):
         ready_push(w, c)
 
 
-@leaf
+@hot_leaf
 def queue_replies(w, c):
     """Connection c has new replies: to its I/O thread (Redis 8), onto
     ``clients_pending_write`` for beforeSleep, or written at once without

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 
 from redsim.model import heap, wheel
-from redsim.model.jit import leaf
+from redsim.model.jit import hot_leaf, leaf
 from redsim.model.ring import wrap
 from redsim.model.state import LINE_KIND, N_CONNS, N_LINES, SEQ
 
@@ -42,7 +42,7 @@ FIELDS = (
 )
 
 
-@leaf
+@hot_leaf
 def push(w, t, kind, ident):
     """Schedule event ``kind`` for entity ``ident`` at time ``t`` (wheel or heap)."""
     seq = w.I[SEQ]
@@ -72,7 +72,7 @@ def line_push(w, line, t, ident):
     w.ln_n[line] = k + 1
 
 
-@leaf
+@hot_leaf
 def peek(w):
     """(where, t) of the earliest pending client event: where is a line number,
     N_LINES for the wheel (and heap), or -1 (with t = inf) when nothing is pending."""

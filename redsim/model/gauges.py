@@ -10,7 +10,7 @@ from the mechanisms that own those figures. The recorder itself
 from __future__ import annotations
 
 from redsim.model import replication
-from redsim.model.jit import entry, leaf
+from redsim.model.jit import entry, hot_leaf
 from redsim.model.memory import clients_memory, used_memory
 from redsim.model.rss import (
     allocator_active,
@@ -68,7 +68,7 @@ from redsim.observe import groups
 from redsim.observe.bins import cell, close_window
 
 
-@leaf
+@hot_leaf
 def snapshot_gauges(w, te):
     """Record end-of-window gauges for every window that ends at or before ``te``."""
     F = w.F

@@ -2,17 +2,25 @@
 
 No Redis source: how the kernel is compiled.
 
-``leaf`` (small helpers called on every request) inlines at numba's IR level;
-``step`` is a normal compiled call; ``entry`` marks the functions Python
-calls. All run as plain Python under ``NUMBA_DISABLE_JIT=1``.
+``leaf`` marks a small helper, ``hot_leaf`` one on the per-request path that
+LLVM must inline, ``step`` a compiled call, ``entry`` a function Python calls.
+All run as plain Python under ``NUMBA_DISABLE_JIT=1``.
 
-A ``step`` called with a literal argument (``False``, ``0``, a module
-constant) is compiled once per literal value and once more for a computed
-one: ``db_delete(w, k, False)`` beside ``db_delete(w, k, lazy)`` cost a
-second copy of ``db_delete`` and everything it inlines. Such call sites pass
-``np.bool_(False)`` / ``np.int64(C)``, which numba types as plain values: the
-copies of ``set_key``, ``db_add``, ``db_delete`` and the AOF flush this
-removed were a third of a cold compile (591 s → 393 s on the reference VM).
+How the compile is kept short (a cold compile of what a run needs: 681 s →
+~75 s on the 2-vCPU Intel VM, ``bench/bench_compile.py --profile``):
+
+- helpers are inlined by LLVM, not at numba's IR level: numba's IR inliner
+  (``inline="always"``) typed a helper's body again at every call site, 351 s
+  of the 681;
+- ``KernelDispatcher`` compiles a function once per argument types, never per
+  literal value (numba's own dispatcher made a copy of a callee and all it
+  calls for each distinct constant at a call site);
+- a callee's library skips numba's module-level optimisation: its caller
+  optimises it again with everything else it links, down to the ``entry``,
+  which optimises the whole program once.
+
+Run speed is unchanged (``bench/bench_s0.py`` in the same sitting): the
+helpers LLVM left as calls on S0's hot path are ``hot_leaf``.
 
 All use numpy's error model: a division by zero gives inf/nan (0 for integers)
 instead of raising, so numba adds no zero test and exception path to every
@@ -37,8 +45,10 @@ import os
 from pathlib import Path
 
 import numba
-from numba import njit
 from numba.core import caching as _caching
+from numba.core import codegen as _codegen
+from numba.core import types
+from numba.core.registry import CPUDispatcher
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 KERNEL_SOURCES = ("model", "observe")
@@ -136,9 +146,95 @@ if KernelCacheLocator not in _impl._locator_classes:
 def kernel_compiled() -> bool:
     """True if the event loop's machine code is in the on-disk cache (so a run
     starts at once); False on a fresh install or after a code change, when the
-    first run compiles it (about a minute)."""
+    first run compiles it (under a minute on the reference VM)."""
     return any(kernel_cache_dir().rglob("event_loop.run-*.nbi"))
 
-leaf = njit(cache=True, inline="always", error_model="numpy")
-step = njit(cache=True, error_model="numpy")
-entry = njit(cache=True, error_model="numpy")
+_own_module_pass = []
+"""One flag per kernel function being compiled, innermost last: True when its
+library gets numba's module-level optimisation (an ``entry``, or any function
+Python itself calls), False for a callee compiled while its caller is typed."""
+
+
+def _optimize_final_module(self) -> None:
+    """numba's module-level optimisation of a finished library (its code with
+    every library it calls linked in), skipped for a kernel callee: the caller
+    links the callee's code and optimises it again, so each level of the call
+    tree optimised the whole tree below it once more (16 of 68 s of a cold
+    compile). The callee's functions still get numba's function passes one by
+    one; the ``entry`` that Python calls optimises the whole program once.
+    Numba's own libraries (overloads of numpy functions) compiled inside a
+    callee are linked the same way."""
+    if not _own_module_pass or _own_module_pass[-1]:
+        _numba_optimize_final_module(self)
+
+
+_numba_optimize_final_module = _codegen.CPUCodeLibrary._optimize_final_module
+_codegen.CPUCodeLibrary._optimize_final_module = _optimize_final_module
+
+
+class KernelDispatcher(CPUDispatcher):
+    """numba's CPU dispatcher with two changes for the kernel:
+
+    - one machine-code copy per argument *types*, never per literal *value*:
+      a call typed with a constant argument (``db_delete(w, k, False)``) is
+      compiled as if the argument were computed. numba's own dispatcher
+      specialises on the literal, so each distinct constant at a call site
+      cost a whole compile of the callee and everything it calls (275 extra
+      compiles of the 690 once ``leaf`` stopped inlining at numba's IR level);
+    - a callee compiled while its caller is typed skips the module-level
+      optimisation (``_optimize_final_module``); an ``entry``, or a function
+      Python itself calls first, gets it.
+    """
+
+    entry = False
+
+    def compile(self, sig):
+        _own_module_pass.append(self.entry or not _own_module_pass)
+        try:
+            return super().compile(sig)
+        finally:
+            _own_module_pass.pop()
+
+    def get_call_template(self, args, kws):
+        return super().get_call_template(
+            tuple(types.unliteral(a) for a in args),
+            {k: types.unliteral(v) for k, v in kws.items()})
+
+
+def _kernel_jit(func, is_entry: bool = False, **options):
+    """``func`` compiled by a ``KernelDispatcher`` in nopython mode with numpy's
+    error model, cached on disk; plain Python under ``NUMBA_DISABLE_JIT=1``."""
+    if numba.config.DISABLE_JIT:
+        return func
+    disp = KernelDispatcher(py_func=func, locals={},
+                            targetoptions={"nopython": True, "error_model": "numpy", **options})
+    disp.entry = is_entry
+    disp.enable_caching()
+    return disp
+
+
+def leaf(func):
+    """A small helper: compiled once per argument types; LLVM inlines it into
+    its callers where its cost model says so."""
+    return _kernel_jit(func)
+
+
+def hot_leaf(func):
+    """A small helper on the per-request path that LLVM must inline
+    (``alwaysinline``). The 38 so marked are the helpers LLVM's cost model left
+    as calls on S0's hot path or in the keyspace build (``bench/bench_profile.py``,
+    three rounds): with none marked S0 ran ~10 % slower than with numba's
+    IR-level inlining of every helper, with the first 27 still ~6 % slower
+    (``bench/bench_s0.py``, pairs in one sitting). Each round costs compile
+    time (59, 64, 75 s for 18, 27, 38); marking all 263 cost 87 s."""
+    return _kernel_jit(func, forceinline=True)
+
+
+def step(func):
+    """A compiled function called from other kernel functions."""
+    return _kernel_jit(func)
+
+
+def entry(func):
+    """A compiled function Python calls: its library is optimised whole."""
+    return _kernel_jit(func, is_entry=True)

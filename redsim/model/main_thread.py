@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 
-from redsim.model.jit import leaf, step
+from redsim.model.jit import hot_leaf, leaf, step
 from redsim.model.state import CPU_HELD, CPU_SLOW, CPU_USED, CSW_COST, QUANTUM, SLICE, T
 from redsim.observe import stalls
 from redsim.observe.bins import add_interval
@@ -48,7 +48,7 @@ FIELDS = (
 )
 
 
-@leaf
+@hot_leaf
 def busy(w, row, cost):
     """The main thread spends ``cost`` CPU seconds on activity ``row`` from now."""
     F = w.F

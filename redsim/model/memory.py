@@ -27,7 +27,7 @@ Pages copied on write after a fork are outside ``used_memory`` (``model/cow.py``
 from __future__ import annotations
 
 from redsim.model import lazyfree, replication_buffer
-from redsim.model.jit import leaf
+from redsim.model.jit import hot_leaf, leaf
 from redsim.model.state import (
     AOF_BUF,
     KS_BUCKETS,
@@ -73,7 +73,7 @@ def clients_memory(w):
     return w.I[MEM_CLIENTS]
 
 
-@leaf
+@hot_leaf
 def used_memory(w):
     """``zmalloc_used_memory()``, bytes."""
     I = w.I
@@ -95,7 +95,7 @@ def not_counted_for_evict(w):
     return w.I[AOF_BUF]
 
 
-@leaf
+@hot_leaf
 def mem_tofree(w):
     """``getMaxmemoryState``'s ``mem_tofree``: bytes over maxmemory, counting
     what eviction counts (≤ 0 when under the limit)."""

@@ -29,7 +29,7 @@ Simplifications:
 from __future__ import annotations
 
 from redsim.model import events
-from redsim.model.jit import leaf
+from redsim.model.jit import hot_leaf, leaf
 from redsim.model.rng import draw
 from redsim.model.state import (
     EV_ARRIVE,
@@ -73,7 +73,7 @@ def half(w, c):
     return w.F[RTT_HALF]
 
 
-@leaf
+@hot_leaf
 def to_server(w, c, t_send, in_step):
     """Connection c's request leaves the client at ``t_send``: schedule its
     arrival at Redis. ``in_step``: sent at the clock's present (not after a
@@ -90,7 +90,7 @@ def to_server(w, c, t_send, in_step):
         events.push(w, t_send + F[RTT_HALF], EV_ARRIVE, c)
 
 
-@leaf
+@hot_leaf
 def to_client(w, c, t_write, in_order):
     """The last byte of connection c's reply left Redis at ``t_write``: schedule
     its arrival at the client. ``in_order``: written on the main thread's clock,

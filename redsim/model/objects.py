@@ -40,7 +40,7 @@ import numpy as np
 from redsim.model.arena import hi_handle, lo_handle, pair
 from redsim.model.bigkeys import collection_of, is_collection, value_extent
 from redsim.model.jemalloc import size_class
-from redsim.model.jit import entry, leaf
+from redsim.model.jit import entry, hot_leaf, leaf
 from redsim.model.zmalloc import zfree, zfree_pair, zmalloc
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -97,7 +97,7 @@ def value_requests(length, integer, shared):
     return ROBJ, sds_header(length, False) + length + 1
 
 
-@leaf
+@hot_leaf
 def value_bytes(length, integer, shared, quantum16):
     """Allocated bytes of a string value of ``length`` bytes (``value_requests``)."""
     obj, sds = value_requests(length, integer, shared)
@@ -148,7 +148,7 @@ def free_key_entry(w, k):
     w.ks_akey[k] = 0
 
 
-@leaf
+@hot_leaf
 def alloc_value(w, k, vlen, shared):
     """A new value object for key k (``vlen`` -1: an integer; -3 and below: a
     collection, ``bigkeys``), as the query
@@ -179,7 +179,7 @@ def alloc_ttl(w, k):
     w.ks_attl[k] = zmalloc(w, DICT_ENTRY)
 
 
-@leaf
+@hot_leaf
 def free_ttl(w, k):
     zfree(w, w.ks_attl[k])
     w.ks_attl[k] = 0

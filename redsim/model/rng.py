@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from redsim.model.jit import leaf
+from redsim.model.jit import hot_leaf, leaf
 from redsim.model.state import (
     DIST_EMPIRICAL,
     DIST_EXPONENTIAL,
@@ -146,7 +146,7 @@ def empirical(w, first, last, u):
     return x0 + (u - p[lo]) / (p[hi] - p[lo]) * (w.tb_emp_x[hi] - x0)
 
 
-@leaf
+@hot_leaf
 def draw(w, s, kind, mean, low, high, sigma):
     """One variate of a scenario distribution (see ``config.schema`` Dist) from stream s.
 
@@ -165,7 +165,7 @@ def draw(w, s, kind, mean, low, high, sigma):
     return draw_simple(w, s, kind, mean, low, high, sigma)
 
 
-@leaf
+@hot_leaf
 def draw_simple(w, s, kind, mean, low, high, sigma):
     """One variate of a distribution that is not a mixture, from stream s.
 

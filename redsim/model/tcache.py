@@ -73,7 +73,7 @@ from redsim.model.arena import (
     small_classes,
     small_handle,
 )
-from redsim.model.jit import leaf, step
+from redsim.model.jit import hot_leaf, leaf, step
 from redsim.model.state import TC_ALLOC_WAIT, TC_DALLOC_WAIT, TC_NBINS, TC_NEXT_GC, TC_NSMALL
 from redsim.model.world import prefetch
 
@@ -182,7 +182,7 @@ def _pop(w, b):
     return w.al_tc_stack[b * TC_SLOTS + n]
 
 
-@leaf
+@hot_leaf
 def _push(w, b, h, remain):
     """``cache_bin_dalloc_easy``, after a flush down to ``remain`` if bin b is full."""
     if w.al_tc_n[b] == w.al_tc_max[b]:

@@ -26,7 +26,7 @@ so few events overflow into the heap.
 from __future__ import annotations
 
 from redsim.model import heap
-from redsim.model.jit import leaf
+from redsim.model.jit import hot_leaf, leaf
 from redsim.model.state import HEAP_N, WH_EPOCH, WH_FREE, WH_INV, WH_MASK, WH_N
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -58,7 +58,7 @@ def epoch(w, t):
     return int(t * w.F[WH_INV])
 
 
-@leaf
+@hot_leaf
 def insert(w, t, seq, kind, ident):
     """Put an event in its bucket, or in the heap if it lies beyond the wheel."""
     I = w.I
@@ -102,7 +102,7 @@ def _admit(w):
         insert(w, t, seq, kind, ident)
 
 
-@leaf
+@hot_leaf
 def first(w):
     """Entry index of the earliest event in wheel or heap, -1 if both are empty.
 

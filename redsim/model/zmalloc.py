@@ -30,11 +30,11 @@ from redsim.model.arena import (
     lo_handle,
     small_bin,
 )
-from redsim.model.jit import leaf
+from redsim.model.jit import hot_leaf, leaf
 from redsim.model.state import TC_ON
 
 
-@leaf
+@hot_leaf
 def zmalloc(w, n):
     """Allocate ``n`` bytes; returns the handle (0 for ``n`` ≤ 0, or when the
     arena is out of slab ids)."""
@@ -55,7 +55,7 @@ def zmalloc(w, n):
     return h
 
 
-@leaf
+@hot_leaf
 def zfree(w, h):
     """Free the allocation of handle ``h`` (0: nothing)."""
     if h <= 0:

@@ -15,7 +15,7 @@ it is dropped from the results.
 from __future__ import annotations
 
 from redsim.model.histogram import _EDGES, N_BUCKETS, bucket, quantile
-from redsim.model.jit import leaf, step
+from redsim.model.jit import hot_leaf, leaf, step
 from redsim.model.state import (
     CUR_WIN,
     DT,
@@ -108,7 +108,7 @@ def cell(I, row, k):
     return row * I[N_WIN] + k
 
 
-@leaf
+@hot_leaf
 def add_interval(w, row, t0, t1):
     """Add the overlap of [t0, t1) with each window to series ``row`` (seconds)."""
     F = w.F
@@ -128,7 +128,7 @@ def add_interval(w, row, t0, t1):
         k += 1
 
 
-@leaf
+@hot_leaf
 def count(w, row, t, n):
     """Add n events at time t to integer series ``row``."""
     F = w.F
@@ -149,7 +149,7 @@ def close_window(w, k):
         wh[b] = 0
 
 
-@leaf
+@hot_leaf
 def record_latency(w, te, lat):
     """A request completed at client time ``te`` after ``lat`` seconds."""
     F = w.F
