@@ -1,7 +1,7 @@
 """Run every benchmark, append one row to ``bench/history.csv``, and rewrite the
 README's performance table from the latest rows.
 
-    python bench/run_all.py                   # every bench (~10 min on 2 cores)
+    python bench/run_all.py                   # every bench (~12 min on 2 cores)
     python bench/run_all.py --sweep-points 100   # the whole 100-point sweep (~25 min more)
     python bench/run_all.py --table           # only rewrite the README's table
 
@@ -42,6 +42,7 @@ COLUMNS = (
     "persistence_rtf_min", "persistence_rtf_median", "persistence_peak_rss_mb",
     "sweep_points", "sweep_jobs", "sweep_min_per_100",
     "failed",
+    "compile_cold_s", "compile_peak_rss_mb", "compile_warm_s",
 )
 """history.csv's columns, in order (a new column goes at the end of its group and
 the table is rewritten with the old rows' cell empty)."""
@@ -106,6 +107,7 @@ def measure_all(sweep_points: int, jobs: int) -> dict:
     failed = []
     compile_kernel()
     steps = [
+        ("compile", "bench_compile.py", ()),
         ("engine", "bench_engine.py", ()),
         ("s0", "bench_s0.py", ()),
         ("persistence", "bench_persistence.py", ()),
@@ -127,7 +129,7 @@ def measure_all(sweep_points: int, jobs: int) -> dict:
 
 def flatten(name: str, m: dict) -> dict:
     """One bench's JSON as history columns."""
-    rss = round(m["peak_rss_mb"])
+    rss = round(m.get("peak_rss_mb", 0))
     if name in ("engine", "s0"):
         eng, naive = m["engine"], m["naive"]
         out = {f"{name}_rtf": round(eng["rtf"], 1), f"{name}_naive_rtf": round(naive["rtf"], 2),
@@ -136,6 +138,9 @@ def flatten(name: str, m: dict) -> dict:
             out.update(s0_minutes=round(eng["sim_s"] / 60), s0_rtf_run=round(eng["rtf_run"], 1),
                        s0_build_s=round(eng["build_s"], 1))
         return out
+    if name == "compile":
+        return {"compile_cold_s": m["cold_s"], "compile_peak_rss_mb": m["cold_peak_rss_mb"],
+                "compile_warm_s": m["warm_s"]}
     if name == "persistence":
         rtfs = sorted(r["rtf_run"] for r in m["runs"].values())
         return {"persistence_rtf_min": round(rtfs[0], 1),
@@ -189,8 +194,8 @@ def table(rows: list[dict]) -> str:
     lines = [
         "| date (UTC) | commit | machine | engine RTF (target ≥ 150) | S0 RTF, whole run "
         "(target ≥ 100) | S0 RTF, run alone | S0 keyspace build | S0 peak RSS "
-        "| 100-point S0 sweep (target ≤ 10 min) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| 100-point S0 sweep (target ≤ 10 min) | cold compile (target ≤ 60 s) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows[-TABLE_ROWS:]:
         sweep = (f"{r['sweep_min_per_100']} min ({r['sweep_points']} points run, "
@@ -202,7 +207,8 @@ def table(rows: list[dict]) -> str:
             f"| {r.get('s0_rtf_run') or '—'} "
             f"| {r['s0_build_s'] + ' s' if r.get('s0_build_s') else '—'} "
             f"| {r['s0_peak_rss_mb'] + ' MB' if r.get('s0_peak_rss_mb') else '—'} "
-            f"| {sweep} |")
+            f"| {sweep} "
+            f"| {r['compile_cold_s'] + ' s' if r.get('compile_cold_s') else '—'} |")
     return "\n".join(lines)
 
 

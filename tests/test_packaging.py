@@ -93,6 +93,9 @@ def test_a_non_editable_install_of_the_wheel_imports_and_runs(dist, tmp_path):
                          text=True, check=False)
     assert imp.returncode == 0, imp.stderr[-3000:]
     assert imp.stdout.strip().startswith(site), imp.stdout  # the wheel's copy, not the tree's
+    from redsim.model.jit import kernel_compiled
+
+    warm = kernel_compiled()  # this checkout's kernel, in the cache both use
     run = subprocess.run([str(venv / "bin" / "redsim"), "run", str(SCENARIO), "--duration", "10",
                           "--no-plots", "--no-progress", "--out", str(work / "run")],
                          cwd=work, env=env, capture_output=True, text=True, check=False)
@@ -103,3 +106,7 @@ def test_a_non_editable_install_of_the_wheel_imports_and_runs(dist, tmp_path):
     assert summary["duration_s"] == 10, summary
     assert 16_000 < summary["throughput_rps"] < 20_000, summary["throughput_rps"]
     assert "real-time factor" in run.stdout, run.stdout[-2000:]
+    # The wheel's copy of the same code finds this checkout's compiled kernel
+    # (one cache per code version, whatever the folder it was imported from).
+    if warm:
+        assert "compiling the simulation kernel" not in run.stderr, run.stderr[-2000:]
