@@ -129,7 +129,10 @@ def measure_all(sweep_points: int, jobs: int) -> dict:
 
 def flatten(name: str, m: dict) -> dict:
     """One bench's JSON as history columns."""
-    rss = round(m.get("peak_rss_mb", 0))
+    if name == "compile":
+        return {"compile_cold_s": m["cold_s"], "compile_peak_rss_mb": m["cold_peak_rss_mb"],
+                "compile_warm_s": m["warm_s"]}
+    rss = round(m["peak_rss_mb"])
     if name in ("engine", "s0"):
         eng, naive = m["engine"], m["naive"]
         out = {f"{name}_rtf": round(eng["rtf"], 1), f"{name}_naive_rtf": round(naive["rtf"], 2),
@@ -138,9 +141,6 @@ def flatten(name: str, m: dict) -> dict:
             out.update(s0_minutes=round(eng["sim_s"] / 60), s0_rtf_run=round(eng["rtf_run"], 1),
                        s0_build_s=round(eng["build_s"], 1))
         return out
-    if name == "compile":
-        return {"compile_cold_s": m["cold_s"], "compile_peak_rss_mb": m["cold_peak_rss_mb"],
-                "compile_warm_s": m["warm_s"]}
     if name == "persistence":
         rtfs = sorted(r["rtf_run"] for r in m["runs"].values())
         return {"persistence_rtf_min": round(rtfs[0], 1),

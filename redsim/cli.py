@@ -240,7 +240,7 @@ def cmd_run(args) -> int:
     scenario = _load(args)
     seed = scenario.seed if args.seed is None else args.seed
     progress = None if not args.no_progress else False
-    ensure_compiled(progress=None if not args.no_progress else False)
+    ensure_compiled(progress=progress)
     t0 = time.perf_counter()
     sim = make_simulation(scenario, seed=seed, progress=progress)
     t1 = time.perf_counter()

@@ -28,7 +28,6 @@ import contextlib
 import fcntl
 import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -56,13 +55,10 @@ def cache_base() -> Path:
 
 
 def _machine() -> str:
-    model = platform.machine()
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return f"{model}, {os.cpu_count()} cpus"
+    """This machine's key in ``compile-times.json``: its CPU and how many."""
+    from redsim.calibrate import cpu_model
+
+    return f"{cpu_model()}, {os.cpu_count()} cpus"
 
 
 def _times_file() -> Path:
@@ -77,19 +73,24 @@ def _read_times() -> dict:
     return data if isinstance(data, dict) else {}
 
 
+def _last_compile() -> dict:
+    """What ``_record`` kept of the last compile on this machine ({} before one)."""
+    last = _read_times().get(_machine())
+    return last if isinstance(last, dict) else {}
+
+
 def estimate_s() -> tuple[float, str]:
     """Seconds a cold compile should take here, and where the figure comes from."""
-    last = _read_times().get(_machine())
-    if isinstance(last, dict) and isinstance(last.get("seconds"), (int, float)):
-        return float(last["seconds"]), "the last compile on this machine"
+    seconds = _last_compile().get("seconds")
+    if isinstance(seconds, (int, float)):
+        return float(seconds), "the last compile on this machine"
     return REFERENCE_COMPILE_S, "a 2-vCPU VM"
 
 
 def expected_functions() -> int | None:
     """How many kernel functions the last compile here compiled (the progress
     bar's total), or None before the first."""
-    last = _read_times().get(_machine())
-    n = last.get("functions") if isinstance(last, dict) else None
+    n = _last_compile().get("functions")
     return n if isinstance(n, int) and n > 0 else None
 
 
@@ -168,10 +169,9 @@ def ensure_compiled(quiet: bool = False, progress: bool | None = None) -> float 
     already was (nothing printed), else compile it (or wait for another process
     that does) and return the seconds it took. ``quiet``: print nothing;
     ``progress``: show the bar (default: when stderr is a terminal)."""
-    global _busy
+    global _busy, _ready
     from redsim.model.jit import kernel_cache_dir, kernel_compiled
 
-    global _ready
     if _ready or _busy or os.environ.get("NUMBA_DISABLE_JIT") == "1":
         return None
     if kernel_compiled():

@@ -31,11 +31,15 @@ def _package_files() -> list[str]:
     return sorted(out.stdout.split())
 
 
+def _code_packages() -> set[str]:
+    """The dotted name of every tracked folder of ``redsim/`` that holds code."""
+    return {str(Path(f).parent).replace("/", ".") for f in _package_files() if f.endswith(".py")}
+
+
 def test_every_folder_of_code_is_a_package_find_packages_sees():
     # A folder that holds .py files but no __init__.py is silently left out of
     # every wheel by `packages = find:` (what happened to redsim/model).
-    folders = {str(Path(f).parent).replace("/", ".") for f in _package_files()
-               if f.endswith(".py")}
+    folders = _code_packages()
     found = set(find_packages(str(ROOT), include=["redsim", "redsim.*"]))
     assert folders <= found, f"not packages (no __init__.py?): {sorted(folders - found)}"
 
@@ -83,8 +87,7 @@ def test_a_non_editable_install_of_the_wheel_imports_and_runs(dist, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     work = tmp_path / "elsewhere"  # not the checkout: `import redsim` must find the wheel's
     work.mkdir()
-    packages = sorted({str(Path(f).parent).replace("/", ".") for f in _package_files()
-                       if f.endswith(".py")})
+    packages = sorted(_code_packages())
     code = ("import importlib, redsim, sys\n"
             f"for name in {packages!r}:\n"
             "    importlib.import_module(name)\n"

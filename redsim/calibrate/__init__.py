@@ -51,7 +51,8 @@ PART_FIELDS: dict[str, tuple[str, tuple[str, ...]]] = {
 the model's defaults in a scenario using a calibration without it)."""
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The CPU's model name from ``/proc/cpuinfo`` (else what ``platform`` says)."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -64,7 +65,7 @@ def _cpu_model() -> str:
 
 def host_description() -> dict[str, Any]:
     """The machine calibration ran on (the client side; for a local server, its host)."""
-    return {"cpu": _cpu_model(), "cores": os.cpu_count(), "os": platform.platform()}
+    return {"cpu": cpu_model(), "cores": os.cpu_count(), "os": platform.platform()}
 
 
 def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
