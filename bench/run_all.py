@@ -50,16 +50,10 @@ the table is rewritten with the old rows' cell empty)."""
 
 def machine() -> dict:
     """The CPU's model name, the cores this process may use, the memory in GB."""
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    from redsim.calibrate import cpu_model
+
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
-    return {"machine": model, "cores": len(os.sched_getaffinity(0)),
+    return {"machine": cpu_model(), "cores": len(os.sched_getaffinity(0)),
             "memory_gb": round(mem, 1)}
 
 
