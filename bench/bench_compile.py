@@ -7,11 +7,12 @@ directory (``REDSIM_CACHE_DIR`` set to a temporary folder):
 
 - **cold**: ``redsim.kernel_compile.ensure_compiled``, the compile of
   everything ``redsim.simulation.warm_up`` needs (the functions a run calls),
-  from nothing;
+  from nothing, in the process of its own it starts (the peak RSS is the
+  larger of the two processes');
 - **warm**: ``warm_up`` in a new process that finds the cache.
 
-``--profile`` also records numba's compile events (``numba.core.event``) in
-the cold process and prints where the time went: each compiled function's
+``--profile`` compiles in the cold process itself, records numba's compile
+events (``numba.core.event``) and prints where the time went: each compiled function's
 own time (its inclusive compile less the compiles it started), the compiler
 passes summed over all functions, and the time under numba's LLVM lock.
 
@@ -43,10 +44,12 @@ t1 = time.perf_counter()
 from redsim.kernel_compile import ensure_compiled
 from redsim.simulation import warm_up
 import_s = time.perf_counter() - t1
-if ensure_compiled(quiet=True) is None:  # cold: compiles (by running warm_up once)
+# cold: compiles (by running warm_up once), in a process of its own unless profiled
+if ensure_compiled(quiet=True, separate_process=not profile) is None:
     warm_up()  # warm: loads the cache
-out = {"wall_s": time.perf_counter() - t0, "import_s": import_s,
-       "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+rss = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF,
+                                                        resource.RUSAGE_CHILDREN))
+out = {"wall_s": time.perf_counter() - t0, "import_s": import_s, "peak_rss_mb": rss / 1024}
 if profile:
     evs, sigs = [], {}
     for ts, ev in rec.buffer:

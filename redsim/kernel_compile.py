@@ -164,12 +164,66 @@ def _compile_lock(path: Path, say):
             f.truncate()
 
 
-def ensure_compiled(quiet: bool = False, progress: bool | None = None) -> float | None:
+def _compile_here(show: bool) -> int:
+    """Compile the kernel in this process (by running ``warm_up``, which calls
+    what a run calls); returns how many kernel functions it compiled."""
+    global _busy
+    from redsim.simulation import warm_up
+
+    _busy = True
+    try:
+        with _Progress(expected_functions(), show) as bar:
+            warm_up()
+    finally:
+        _busy = False
+    return bar.count
+
+
+def _child_command(show: bool) -> list[str]:
+    """The command of the process that compiles: this interpreter, importing
+    this copy of redsim whatever the working directory."""
+    root = str(Path(__file__).resolve().parent.parent)
+    code = (f"import sys; sys.path.insert(0, {root!r}); "
+            f"from redsim.kernel_compile import _child_main; _child_main({show!r})")
+    return [sys.executable, "-c", code]
+
+
+def _child_main(show: bool) -> None:
+    """The compiling process: compile, then print the number of functions."""
+    print(f"compiled {_compile_here(show)}", flush=True)
+
+
+def _compile_in_child(show: bool) -> int:
+    """Compile the kernel in a process of its own, which writes the cache;
+    returns how many functions it compiled. This process then loads the
+    cache like any later run. Compiled in the process that runs, the kernel
+    ran ~3× slower for the rest of that process (S0: real-time factor 27
+    against 80, ``bench/bench_s0.py`` with a cold cache): numba links each
+    function's callers to the machine code of the callee's own library,
+    which ``model.jit`` leaves without the whole-program optimisation that
+    the cached ``entry`` code has. The compile's ~1 GB of memory also goes
+    with its process."""
+    import subprocess
+
+    proc = subprocess.run(_child_command(show), stdout=subprocess.PIPE, text=True,
+                          check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"redsim: the kernel's compile failed (its process exited with "
+                           f"status {proc.returncode}; numba's message is above)")
+    said = [ln for ln in proc.stdout.splitlines() if ln.startswith("compiled ")]
+    return int(said[-1].split()[1]) if said else 0
+
+
+def ensure_compiled(quiet: bool = False, progress: bool | None = None,
+                    separate_process: bool = True) -> float | None:
     """Make sure the kernel's machine code is in the cache: return None if it
     already was (nothing printed), else compile it (or wait for another process
     that does) and return the seconds it took. ``quiet``: print nothing;
-    ``progress``: show the bar (default: when stderr is a terminal)."""
-    global _busy, _ready
+    ``progress``: show the bar (default: when stderr is a terminal);
+    ``separate_process``: compile in a process of its own and load its cache
+    (``_compile_in_child``), as every run should; False compiles here (for
+    ``bench/bench_compile.py --profile``, which records numba's events)."""
+    global _ready
     from redsim.model.jit import kernel_cache_dir, kernel_compiled
 
     if _ready or _busy or os.environ.get("NUMBA_DISABLE_JIT") == "1":
@@ -193,18 +247,16 @@ def ensure_compiled(quiet: bool = False, progress: bool | None = None) -> float 
             f"machine code in {cache} yet (once per install, code or numba version; "
             f"about {est:.0f} s, as on {source})...")
         show = (not quiet) and (sys.stderr.isatty() if progress is None else progress)
-        from redsim.simulation import warm_up
-
-        _busy = True
-        try:
-            with _Progress(expected_functions(), show) as bar:
-                warm_up()
-        finally:
-            _busy = False
+        count = _compile_in_child(show) if separate_process else 0
+        if not kernel_compiled():  # in this process, or the cache could not be written
+            if separate_process:
+                say(f"redsim: the compile left no machine code in {cache} (is it writable?); "
+                    f"compiling in this process instead")
+            count = _compile_here(show)
         took = time.perf_counter() - t0
         _ready = True
-        _record(took, bar.count)
-        say(f"redsim: compiled {bar.count} kernel functions in {took:.0f} s")
+        _record(took, count)
+        say(f"redsim: compiled {count} kernel functions in {took:.0f} s")
         return took
 
 

@@ -7,7 +7,7 @@ LLVM must inline, ``step`` a compiled call, ``entry`` a function Python calls.
 All run as plain Python under ``NUMBA_DISABLE_JIT=1``.
 
 How the compile is kept short (a cold compile of what a run needs: 681 s →
-~75 s on the 2-vCPU Intel VM, ``bench/bench_compile.py --profile``):
+~50 s on the 2-vCPU Intel VM, ``bench/bench_compile.py --profile``):
 
 - helpers are inlined by LLVM, not at numba's IR level: numba's IR inliner
   (``inline="always"``) typed a helper's body again at every call site, 351 s
@@ -15,12 +15,19 @@ How the compile is kept short (a cold compile of what a run needs: 681 s →
 - ``KernelDispatcher`` compiles a function once per argument types, never per
   literal value (numba's own dispatcher made a copy of a callee and all it
   calls for each distinct constant at a call site);
-- a callee's library skips numba's module-level optimisation: its caller
-  optimises it again with everything else it links, down to the ``entry``,
-  which optimises the whole program once.
+- a callee (a function compiled while its caller is typed) is compiled for
+  its callers only: no Python wrappers, no module-level optimisation, machine
+  code for its own functions only, and nothing saved to the cache. Its caller
+  links its code and optimises it again, down to the ``entry`` that Python
+  calls, which optimises and emits the whole program once; that is what the
+  cache keeps. numba did all four at every level of the call tree.
 
-Run speed is unchanged (``bench/bench_s0.py`` in the same sitting): the
-helpers LLVM left as calls on S0's hot path are ``hot_leaf``.
+The callees' own machine code is slower than the ``entry``'s whole-program
+code, and numba links later callers to it, so a process that compiled runs
+~3× slower; ``redsim.kernel_compile`` therefore compiles in a process of its
+own, and every run loads the cache. Run speed is unchanged
+(``bench/bench_s0.py`` in the same sitting): the helpers LLVM left as calls on
+S0's hot path are ``hot_leaf``.
 
 All use numpy's error model: a division by zero gives inf/nan (0 for integers)
 instead of raising, so numba adds no zero test and exception path to every
@@ -47,7 +54,7 @@ from pathlib import Path
 import numba
 from numba.core import caching as _caching
 from numba.core import codegen as _codegen
-from numba.core import types
+from numba.core import sigutils, types
 from numba.core.registry import CPUDispatcher
 
 _PACKAGE = Path(__file__).resolve().parent.parent
@@ -146,7 +153,7 @@ if KernelCacheLocator not in _impl._locator_classes:
 def kernel_compiled() -> bool:
     """True if the event loop's machine code is in the on-disk cache (so a run
     starts at once); False on a fresh install or after a code change, when the
-    first run compiles it (about 75 s on a 2-vCPU VM)."""
+    first run compiles it (about 50 s on a 2-vCPU VM)."""
     return any(kernel_cache_dir().rglob("event_loop.run-*.nbi"))
 
 _own_module_pass = []
@@ -172,6 +179,71 @@ _numba_optimize_final_module = _codegen.CPUCodeLibrary._optimize_final_module
 _codegen.CPUCodeLibrary._optimize_final_module = _optimize_final_module
 
 
+def _finalize(self) -> None:
+    """numba's ``CPUCodeLibrary.finalize``, with one change for a kernel callee:
+    the functions it links from the libraries it calls are declared
+    ``available_externally`` before its machine code is made, so LLVM emits
+    only the callee's own functions and calls the copies already loaded from
+    the libraries they came from. numba made machine code for a callee's
+    whole call tree once per level of the tree (12 of 73 s of a cold compile
+    on the 2-vCPU VM, ``bench/bench_compile.py``). The module a caller links
+    (``_get_module_for_linking``) is taken before the change, so it still
+    carries every body for the caller's inliner, and an ``entry`` still has
+    the whole program in its own machine code, which is what the cache keeps.
+    Every other library is numba's ``finalize`` unchanged."""
+    if not _own_module_pass or _own_module_pass[-1]:
+        return _numba_finalize(self)
+    _codegen.require_global_compiler_lock()
+    self._codegen._check_llvm_bugs()
+    self._raise_if_finalized()
+    own = {fn.name for fn in self._final_module.functions if not fn.is_declaration}
+    seen = set()
+    for library in self._linking_libraries:
+        if library not in seen:
+            self._reload_init.update(library._reload_init)
+            seen.add(library)
+            self._final_module.link_in(library._get_module_for_linking(), preserve=True)
+    self._optimize_final_module()
+    self._final_module.verify()
+    # What a caller links: every body, own ones linkonce_odr (numba's rule).
+    shared = self._final_module.clone()
+    for fn in shared.functions:
+        if not fn.is_declaration and fn.linkage == _codegen.ll.Linkage.external:
+            fn.linkage = "linkonce_odr"
+    self._shared_module = shared
+    for fn in self._final_module.functions:
+        # Only what another library exports: a private or internal function
+        # has no symbol to call elsewhere, so it keeps its own copy here.
+        if not fn.is_declaration and fn.name not in own and fn.linkage in _EXPORTED:
+            fn.linkage = "available_externally"
+    self._finalize_final_module()
+
+
+_EXPORTED = {_codegen.ll.Linkage.external, _codegen.ll.Linkage.linkonce_odr,
+             _codegen.ll.Linkage.weak_odr}
+_numba_finalize = _codegen.CPUCodeLibrary.finalize
+_codegen.CPUCodeLibrary.finalize = _finalize
+
+
+class _NoSave:
+    """A dispatcher's cache that loads but never saves: a kernel callee's
+    machine code calls the functions below it in other libraries
+    (``_finalize``), so a process that loaded it alone from disk could not
+    run it. Its ``entry`` is saved whole."""
+
+    def __init__(self, cache) -> None:
+        self._cache = cache
+
+    def load_overload(self, sig, target_context):
+        return self._cache.load_overload(sig, target_context)
+
+    def save_overload(self, sig, data) -> None:
+        pass
+
+    def __getattr__(self, name):
+        return getattr(self._cache, name)
+
+
 class KernelDispatcher(CPUDispatcher):
     """numba's CPU dispatcher with two changes for the kernel:
 
@@ -181,19 +253,54 @@ class KernelDispatcher(CPUDispatcher):
       specialises on the literal, so each distinct constant at a call site
       cost a whole compile of the callee and everything it calls (275 extra
       compiles of the 690 once ``leaf`` stopped inlining at numba's IR level);
-    - a callee compiled while its caller is typed skips the module-level
-      optimisation (``_optimize_final_module``); an ``entry``, or a function
-      Python itself calls first, gets it.
+    - a callee compiled while its caller is typed is compiled for callers
+      only: no Python or C wrappers (11 s of a 60 s compile: the wrapper that
+      unboxes the ``World`` is large), no module-level optimisation
+      (``_optimize_final_module``), machine code for its own functions only
+      (``_finalize``), not saved (``_NoSave``). An ``entry``, or a function
+      Python itself calls first, is compiled whole. Python calling a
+      signature compiled only for callers compiles it again, whole
+      (``add_overload``); warm runs load whole code from the cache.
     """
 
     entry = False
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._callee_only: set[tuple] = set()
+        """Signatures compiled only for callers, with no Python wrapper."""
+
     def compile(self, sig):
-        _own_module_pass.append(self.entry or not _own_module_pass)
+        whole = self.entry or not _own_module_pass
+        args = tuple(sigutils.normalize_signature(sig)[0])
+        if whole and args in self._callee_only:
+            # Python calls a signature so far compiled only for callers:
+            # compile it again with its wrappers (its callees are reused).
+            del self.overloads[args]
+            self._callee_only.discard(args)
+        _own_module_pass.append(whole)
+        cache, opts = self._cache, self._compiler.targetoptions
+        if not whole:
+            self._cache = _NoSave(cache)
+            self._compiler.targetoptions = {**opts, "no_cpython_wrapper": True,
+                                            "no_cfunc_wrapper": True}
         try:
             return super().compile(sig)
         finally:
+            self._cache, self._compiler.targetoptions = cache, opts
             _own_module_pass.pop()
+
+    def add_overload(self, cres) -> None:
+        """numba's ``add_overload``, except that a callee's machine code (no
+        Python wrapper) is kept for the callers that link it but is not
+        callable from Python: a Python call of that signature finds no match
+        and compiles it with its wrappers (``compile``)."""
+        if _own_module_pass and not _own_module_pass[-1]:
+            args = tuple(cres.signature.args)
+            self.overloads[args] = cres
+            self._callee_only.add(args)
+        else:
+            super().add_overload(cres)
 
     def get_call_template(self, args, kws):
         return super().get_call_template(
