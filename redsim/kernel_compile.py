@@ -11,6 +11,9 @@ everything that builds a kernel goes through ``ensure_compiled`` first:
   load its cache. numba writes each cache file whole (a temporary file renamed
   over), and the waiters read only once the lock is free, so none loads a
   half-written cache;
+- it compiles in a process of its own, then loads the cache like any later
+  run (``_compile_in_child``: compiled in place, the kernel ran ~3× slower for
+  the rest of the process);
 - it says on stderr, once per process, that it is compiling, why, roughly how
   long it takes on this machine (the last compile measured here, else the
   reference VM's figure), where the cache is, and shows a progress bar of the
@@ -32,10 +35,10 @@ import sys
 import time
 from pathlib import Path
 
-REFERENCE_COMPILE_S = 75.0
+REFERENCE_COMPILE_S = 50.0
 """Seconds of a cold compile on a 2-vCPU Intel Xeon VM (CPython 3.11, numba
-0.68; ``bench/bench_compile.py``), the estimate shown before this machine has
-compiled once."""
+0.68; ``bench/bench_compile.py``: 49.1 and 49.7 s on 2026-11-28), the estimate
+shown before this machine has compiled once."""
 
 _ready = False
 """True once this process has seen the kernel compiled (no further look at the disk)."""
