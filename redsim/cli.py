@@ -234,12 +234,15 @@ def _one_line_warnings(*categories: type[Warning]) -> Iterator[None]:
 
 
 def cmd_run(args) -> int:
+    from redsim.config.cost_sources import cost_notes
     from redsim.kernel_compile import ensure_compiled
     from redsim.simulation import make_simulation
 
     scenario = _load(args)
     seed = scenario.seed if args.seed is None else args.seed
     progress = None if not args.no_progress else False
+    for line in cost_notes(scenario):  # which host the CPU costs describe
+        print(f"redsim: {line}", file=sys.stderr)
     ensure_compiled(progress=progress)
     t0 = time.perf_counter()
     sim = make_simulation(scenario, seed=seed, progress=progress)

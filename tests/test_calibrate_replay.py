@@ -58,3 +58,18 @@ def test_without_sleep_counts_the_default_wakeup_stays(measured):
                                            ("7.4.1", "7.2"), ("8.0.0", "7.2"), ("", "7.2")])
 def test_the_nearest_model_version(server, model):
     assert replay.model_version_of(server) == model
+
+
+@pytest.mark.slow  # fits by running the model a dozen times: ~5 s
+def test_a_fit_that_needs_a_free_read_and_write_is_an_error_not_a_calibration(measured):
+    # The P = 1 load "measured" at the P = 16 load's CPU per SET: y = a/P + b
+    # at P = 1 and 16 alike only with a = 0, so the fit runs into its floor for
+    # read + write (0.05 µs) and must say so with the loads' figures instead of
+    # returning a calibration (issue #43: a real fit did, at 0.05 against 3.03).
+    (p1, r1), (p16, r16) = measured[:2]
+    same = [(CpuPoint(p1.clients, p1.pipeline, p16.us_per_request), r1), (p16, r16)]
+    with pytest.raises(replay.FitAtBound) as err:
+        replay.fit_in_model("7.0", same, [], io_us=6.0, command_us=0.7, wakeup_us=None)
+    said = str(err.value)
+    assert "read + write per request" in said and "floor (0.05 µs" in said
+    assert "c=50 P=1:" in said and "c=50 P=16:" in said

@@ -8,13 +8,17 @@ experiments whose model load must match it, e.g. the rate redis-benchmark
 reached). The runner (``runner.py``) sets each row's tolerance before it runs
 the model: ``max(floor, 3 × the coefficient of variation of the real
 repetitions)``, so a noisy figure is judged by its own repeatability and no
-tolerance is chosen after seeing the model's answer.
+tolerance is chosen after seeing the model's answer. Every record also has a
+``cap``, fixed here (CPU per request and times ±25 %, throughput ±25 %,
+memory ±10 %, ratios ±25 %): a row whose real repetitions need a wider
+tolerance than its cap is *inconclusive* (host noise), never a pass.
 
 Adding an experiment is adding a record to ``EXPERIMENTS``.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable
@@ -24,6 +28,15 @@ from typing import Any
 from redsim.calibrate.replay import KEY_SIZE, LOOPBACK_RTT_S
 from redsim.live import load
 from redsim.validation.lab import Lab
+
+CAP_CPU = 0.25
+"""The widest tolerance of a CPU-per-request or time row (issue #43)."""
+CAP_THROUGHPUT = 0.25
+"""... of a throughput row."""
+CAP_MEMORY = 0.10
+"""... of a memory row (bytes, or a ratio of memory figures)."""
+CAP_RATIO = 0.25
+"""... of a ratio of two throughputs or counts."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +99,15 @@ class Experiment:
     tolerance: the model carries the moment of the calibration into the
     comparison, so the real figure's repeatability is over both. The real
     figure compared is still this row's own median."""
+    cap: float = math.nan
+    """The widest tolerance the row may have (``CAP_*``), fixed with the
+    record: where the real repetitions' own spread needs more, the row is
+    inconclusive. Required."""
+
+    def __post_init__(self) -> None:
+        if not self.floor <= self.cap:  # also catches a missing cap (nan)
+            raise ValueError(f"experiment {self.name}: its cap ({self.cap}) must be set and "
+                             f"at least its floor ({self.floor})")
 
 
 # ---- main-thread CPU per request ------------------------------------------------------
@@ -229,32 +251,33 @@ EXPERIMENTS: list[Experiment] = [
                "the issue's bound for the calibrated defaults", True,
                _cpu_real(50, 1, 100_000), _cpu_model(50, 1), bracket=True, reps=CPU_REPS,
                calibrated_as="cpu.set_c50_p1",
-               known_gap=CLUMPED_ARRIVALS),
+               known_gap=CLUMPED_ARRIVALS, cap=CAP_CPU),
     Experiment("cpu_p16", "main-thread CPU per SET, 50 connections, pipeline 16", "us", 0.20,
                "the issue's bound for the calibrated defaults", True,
                _cpu_real(50, 16, 600_000), _cpu_model(50, 16, saturate=True), bracket=True,
                reps=CPU_REPS,
-               calibrated_as="cpu.set_c50_p16"),
+               calibrated_as="cpu.set_c50_p16", cap=CAP_CPU),
     Experiment("cpu_p4", "main-thread CPU per SET, 50 connections, pipeline 4 (not fitted)",
                "us", 0.20, "as P1/P16: a point between the fitted ones", True,
                _cpu_real(50, 4, 300_000), _cpu_model(50, 4), bracket=True, reps=CPU_REPS,
-               known_gap=CLUMPED_ARRIVALS),
+               known_gap=CLUMPED_ARRIVALS, cap=CAP_CPU),
     Experiment("cpu_c1", "main-thread CPU per SET, 1 connection, pipeline 1 (sleeping poll)",
                "us", 0.20, "as P1/P16", True,
                _cpu_real(1, 1, 20_000), _cpu_model(1, 1), bracket=True, reps=CPU_REPS,
-               calibrated_as="cpu.set_c1_p1"),
+               calibrated_as="cpu.set_c1_p1", cap=CAP_CPU),
     Experiment("throughput_p16", "saturation throughput, SET, 50 connections, pipeline 16",
                "SET/s", 0.20, "follows from CPU per request at saturation", False,
-               _throughput_real, _throughput_model),
+               _throughput_real, _throughput_model, cap=CAP_THROUGHPUT),
     *[Experiment(f"clients_{n}", f"mem_clients_normal per connection, {n} connections, "
                  "one SET each of 64 B / 4 KB / 16 KB", "bytes", 0.10,
                  "allocations are exact (jemalloc classes); 10 % for what the model leaves "
-                 "out (argv, epoll)", True, _clients_real(n), _clients_model(n))
+                 "out (argv, epoll)", True, _clients_real(n), _clients_model(n),
+                 cap=CAP_MEMORY)
       for n in (30, 300, 900)],
     *[Experiment(f"key_bytes_{size}", f"used_memory per key, {KEY_COUNT:,} keys of "
                  f"{KEY_SIZE} B, {size}-B values", "bytes", 0.05,
                  "allocations are exact; 5 % for the dict's growth while filling", True,
-                 _keys_real(size), _keys_model(size))
+                 _keys_real(size), _keys_model(size), cap=CAP_MEMORY)
       for size in (3, 100, 1000)],
 ]
 """Every experiment, in the order the table lists them."""
@@ -419,10 +442,10 @@ EXPERIMENTS += [
     Experiment("evictions_per_set", "evicted keys per SET of a new 100-B key at maxmemory "
                "(allkeys-lru, 300K keys, 50 connections)", "keys/SET", 0.10,
                "the keys' sizes are exact; 10 % for eviction's overshoot past the limit",
-               False, _eviction_real, _eviction_model("per_set")),
+               False, _eviction_real, _eviction_model("per_set"), cap=CAP_RATIO),
     Experiment("used_memory_band", "used_memory / maxmemory during that steady eviction",
                "ratio", 0.01, "eviction holds used_memory at the limit; 1 % is ~0.7 MB here",
-               False, _ratio_real, _eviction_model("ratio")),
+               False, _ratio_real, _eviction_model("ratio"), cap=CAP_MEMORY),
     Experiment("aof_always_over_everysec", "SET throughput, appendfsync always / everysec "
                "(50 connections, pipeline 1)", "ratio", 0.25,
                "the fsync distribution is the calibration's samples; 25 % for the disk's "
@@ -431,13 +454,13 @@ EXPERIMENTS += [
                known_gap="redis-benchmark's one client thread sets the everysec rate by "
                "its own CPU per reply; the model's clients have no CPU and stand in with a "
                "think time (exponential, its mean matched to the rate), which does not "
-               "shrink when Redis slows down"),
+               "shrink when Redis slows down", cap=CAP_RATIO),
     Experiment("aof_always_over_everysec_c1", "SET throughput, appendfsync always / everysec "
                "(1 connection, pipeline 1)", "ratio", 0.25,
                "as above; one connection, so a think time is what the client does",
-               False, _aof_real(1, 20_000), _aof_model(1)),
+               False, _aof_real(1, 20_000), _aof_model(1), cap=CAP_RATIO),
     Experiment("fork_ms", f"fork() of a BGSAVE with {FORK_KEYS:,} keys of {FORK_VALUE} B "
                "(~800 MB; calibrated at 100 and 400 MB)", "ms", 0.25,
                "fork time varies by ~20 % between BGSAVEs of one dataset (calibration runs)",
-               False, _fork_real, _fork_model),
+               False, _fork_real, _fork_model, cap=CAP_CPU),
 ]

@@ -1,0 +1,103 @@
+"""The last-level cache's miss probability (``model/cpu_caches.py``) against an
+LRU cache simulated access by access, and against its limits worked by hand."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+
+from redsim.model import cpu_caches as cc
+
+
+def _lru_miss(p: np.ndarray, cache_items: int, accesses: int, seed: int) -> float:
+    """Miss ratio of an LRU cache of ``cache_items`` one-line keys under
+    independent draws from ``p`` (the first fifth warms the cache)."""
+    rng = np.random.default_rng(seed)
+    keys = rng.choice(len(p), size=accesses, p=p)
+    cache: OrderedDict[int, None] = OrderedDict()
+    warm, miss = accesses // 5, 0
+    for i, k in enumerate(keys):
+        if k in cache:
+            cache.move_to_end(k)
+            continue
+        miss += i >= warm
+        cache[k] = None
+        if len(cache) > cache_items:
+            cache.popitem(last=False)
+    return miss / (accesses - warm)
+
+
+@pytest.mark.parametrize("zipf", [None, 0.7, 0.99, 1.2])
+@pytest.mark.parametrize("fraction", [0.05, 0.25, 0.6])
+def test_che_matches_an_lru_cache_simulated_access_by_access(zipf, fraction):
+    # 5,000 keys of one line each, a cache of 5-60 % of them. The simulated
+    # ratio's standard error is <= sqrt(0.25 / 240,000) = 0.001; Che's
+    # approximation of LRU is known to be within ~0.01 (Fricker et al. 2012):
+    # tolerance 0.01, fixed before the comparison.
+    n = 5_000
+    p = np.full(n, 1.0 / n) if zipf is None else np.arange(1, n + 1.0) ** -zipf
+    p = p / p.sum()
+    simulated = _lru_miss(p, int(n * fraction), 300_000, seed=1)
+    (che,), _ = cc.miss_probabilities([cc.KeyAccess(0, n, 1.0, zipf, key_bytes=cc.LINE)],
+                                      int(n * fraction) * cc.LINE)
+    assert abs(che - simulated) <= 0.01, (che, simulated)
+
+
+def test_a_dataset_that_fits_never_misses_and_uniform_access_misses_one_minus_c_over_f():
+    one = cc.KeyAccess(0, 1_000_000, 1.0, None, key_bytes=256)
+    # 1 M keys x 256 B = 256 MB: a 300 MB cache holds it all.
+    assert cc.miss_probabilities([one], 300e6) == ([0.0], 0.0)
+    # A 64 MB cache holds a quarter: uniform access misses 1 - 64/256 = 0.75,
+    # and so does a uniformly random sample (eviction's).
+    (miss,), uniform = cc.miss_probabilities([one], 64e6)
+    assert miss == pytest.approx(0.75, abs=1e-6) and uniform == pytest.approx(0.75, abs=1e-6)
+
+
+def test_a_hot_set_that_fits_misses_only_with_the_rest():
+    # 90 % of accesses on 10,000 hot keys (2.5 MB at 256 B) in a 1 M-key
+    # dataset, a 32 MB cache: the hot set stays (each hot key is drawn 90x as
+    # often as a cold one) and the other 29.5 MB hold ~12 % of the cold keys,
+    # so the misses are ~10 % x 0.88 = 8.8 %, against 87 % for uniform access.
+    hot = cc.KeyAccess(0, 1_000_000, 1.0, None, hot_share=0.9, hot_keys=10_000, key_bytes=256)
+    (miss,), _ = cc.miss_probabilities([hot], 32e6)
+    assert 0.07 < miss < 0.10, miss
+    (flat,), _ = cc.miss_probabilities([cc.KeyAccess(0, 1_000_000, 1.0, key_bytes=256)], 32e6)
+    assert flat == pytest.approx(1 - 32e6 / 256e6, abs=1e-6)
+
+
+def test_binning_a_large_zipf_changes_the_miss_probability_by_under_a_thousandth():
+    # Che solved key by key over 1 M keys (no bins) against the binned solution.
+    n, s, size, cache = 1_000_000, 0.9, 256.0, 16e6
+    p = np.arange(1, n + 1.0) ** -s
+    p /= p.sum()
+    lo, hi = 0.0, 1.0
+    while np.sum(size * -np.expm1(-p * hi)) < cache:
+        hi *= 2
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if np.sum(size * -np.expm1(-p * mid)) < cache else (lo, mid)
+    exact = float(np.sum(p * np.exp(-p * lo)))
+    (binned,), _ = cc.miss_probabilities([cc.KeyAccess(0, n, 1.0, s, key_bytes=size)], cache)
+    assert abs(binned - exact) < 1e-3, (binned, exact)
+
+
+@pytest.mark.parametrize("s", [0.5, 1.0, 1.5])
+def test_the_harmonic_numbers_past_the_exact_part(s):
+    k = np.array([10_001, 123_457, 2_000_000], dtype=np.float64)
+    exact = [np.sum(np.arange(1, int(x) + 1, dtype=np.float64) ** -s) for x in k]
+    assert np.allclose(cc._harmonic(k, s), exact, rtol=1e-10, atol=0)
+
+
+def test_two_groups_on_the_same_keys_share_the_cache():
+    # Two uniform groups over the same 1 M rows at equal rates are one uniform
+    # stream: each misses as the one would. A group on rows of its own adds
+    # its keys to the footprint: 2 M keys in a cache for 0.5 M misses 3/4.
+    a, b = cc.KeyAccess(0, 1_000_000, 1.0, key_bytes=64), cc.KeyAccess(0, 1_000_000, 1.0,
+                                                                         key_bytes=64)
+    both, _ = cc.miss_probabilities([a, b], 32e6)
+    assert both == pytest.approx([0.5, 0.5], abs=1e-6)
+    c = cc.KeyAccess(1_000_000, 1_000_000, 1.0, key_bytes=64)
+    apart, _ = cc.miss_probabilities([a, c], 32e6)
+    assert apart == pytest.approx([0.75, 0.75], abs=1e-6)
