@@ -309,6 +309,21 @@ def cmd_calibrate(args) -> int:
                           "start a throw-away local redis-server")
     if args.quick and (args.only or args.skip):
         raise _UsageError("--quick measures the CPU costs only: leave out --only/--skip")
+    if args.scale_only:
+        if args.quick or args.only or args.skip:
+            raise _UsageError("--scale-only measures one figure: leave out "
+                              "--quick/--only/--skip")
+        from redsim.calibrate import calibrate_scale
+
+        try:
+            calibrate_scale(Path(args.out), host=args.host, port=args.port, start=args.start,
+                            can_write=args.i_know_this_writes,
+                            progress=False if args.no_progress else None)
+        except (RedisNotFound, PermissionError, ValueError) as exc:
+            raise _UsageError(str(exc)) from None
+        except (OSError, RuntimeError) as exc:
+            raise _UsageError(f"calibration stopped: {exc}") from None
+        return 0
     parts = tuple(args.only.split(",")) if args.only else ALL_PARTS
     if args.skip:
         parts = tuple(p for p in parts if p not in args.skip.split(","))
@@ -579,6 +594,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--quick", action="store_true",
                    help="the per-request and per-command CPU costs only (as --only cpu, "
                         "< 3 min); the file lists what it lacks")
+    c.add_argument("--scale-only", action="store_true",
+                   help="only engine.cpu.scale: one saturated SET load against the model "
+                        "with the reference host's costs (~5 s)")
     c.add_argument("--no-progress", action="store_true",
                    help="no progress bars (the line per step stays)")
     c.set_defaults(func=cmd_calibrate)

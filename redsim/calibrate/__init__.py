@@ -140,6 +140,58 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
             say(f"stopped redis-server (pid {pid}); its folder is removed")
 
 
+def calibrate_scale(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
+                    start: bool = False, can_write: bool = False,
+                    progress: bool | None = None,
+                    say: Callable[[str], None] = print) -> dict[str, Any]:
+    """``redsim calibrate --scale-only``: measure ``engine.cpu.scale`` (``scale.py``)
+    and write it alone to ``out``; arguments as ``calibrate``'s. Returns the
+    document."""
+    from redsim.calibrate import scale
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    server = RedisServer() if start else None
+    t0 = time.monotonic()
+    try:
+        if server is not None:
+            server.start()
+            say(f"started redis-server {server.version()} on 127.0.0.1:{server.port} "
+                f"(pid {server.pid}, dir {server.dir})")
+            host, port, can_write = server.host, server.port, True
+        if port is None:
+            raise ValueError("a port is needed (or start a server with start=True)")
+        t = measure.Target.connect(host, port, can_write=can_write, say=say)
+        if not t.can_write:
+            raise PermissionError("the SET load writes keys (prefix redsim:calib:): pass "
+                                  "--i-know-this-writes, or --start a throw-away server")
+        info = t.client.info("server")
+        version = replay.model_version_of(str(info.get("redis_version", "")))
+        _ensure_compiled(t, progress)
+        say(f"measuring SET at c={scale.LOAD.clients} P={scale.LOAD.pipeline}, "
+            f"{scale.REPS} times (~10 s), and the model with the reference host's costs")
+        try:
+            m = scale.measure_scale(t, version)
+        finally:
+            n = load.delete_prefix(t.client)
+            if n:
+                say(f"deleted {n} calibration key(s) ({load.PREFIX}*)")
+        made = {"date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "command": "redsim calibrate --scale-only",
+                "duration_s": round(time.monotonic() - t0, 1),
+                "server": {"redis_version": info.get("redis_version"),
+                           "started_by_redsim": server is not None,
+                           "address": f"{t.host}:{t.port}"},
+                "host": host_description()}
+        doc = scale.write(out, m, made)
+        say(f"engine.cpu.scale = {m.value:.3g}: {m.method}")
+        say(f"wrote {out} in {made['duration_s']:.0f} s")
+        return doc
+    finally:
+        if server is not None:
+            server.stop()
+
+
 def _compile_first() -> list[plan.Step]:
     """A step compiling the simulation kernel, when the fit would otherwise do it
     unannounced (its first model run)."""

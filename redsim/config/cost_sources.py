@@ -38,9 +38,13 @@ def cost_notes(scenario: Any) -> list[str]:
     costed = {name.upper() for name in cpu.commands}
     missing = [c for c in _sent(scenario) if c not in costed]
     if scenario.calibration:
+        name = Path(scenario.calibration).name
+        if "scale" in cpu.model_fields_set and not costed and not (
+                set(cpu.model_fields_set) & set(_PER_REQUEST)):
+            return [f"CPU costs: the reference host's defaults ({REFERENCE_HOST}) scaled by "
+                    f"{cpu.scale:.3g} ({name}, redsim calibrate --scale-only)"]
         if not missing:
             return []
-        name = Path(scenario.calibration).name
         return [f"CPU costs: {', '.join(missing)} not measured by {name}: the model's "
                 f"defaults ({REFERENCE_HOST}); `redsim calibrate --commands "
                 f"{','.join(missing)}` measures them"]
