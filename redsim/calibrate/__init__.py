@@ -14,13 +14,14 @@ Depends on the model's configuration layer, never the reverse.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
 import platform
 import shlex
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -105,18 +106,9 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
                          f"{', '.join(parts)}")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    server = RedisServer(config={"enable-debug-command": "local"}) if start else None
     t0 = time.monotonic()
-    try:
-        if server is not None:
-            server.start()
-            say(f"started redis-server {server.version()} on 127.0.0.1:{server.port} "
-                f"(pid {server.pid}, dir {server.dir})")
-            host, port = server.host, server.port
-            can_write = True
-        if port is None:
-            raise ValueError("a port is needed (or start a server with start=True)")
-        target = measure.Target.connect(host, port, can_write=can_write, say=say)
+    with _target(host, port, start, can_write, say,
+                 {"enable-debug-command": "local"}) as (target, started):
         if data_dir is not None:
             target.data_dir = Path(data_dir)
         cpu = measure.CPU_FULL
@@ -131,13 +123,50 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
         if missing:
             say("not measured (a scenario using the file keeps the model's defaults for "
                 "them): " + ", ".join(missing))
-        return _run(target, out, parts, commands, reps, t0, started=server is not None,
+        return _run(target, out, parts, commands, reps, t0, started=started,
                     data_dir_given=data_dir is not None, cpu=cpu, quick=quick)
+
+
+@contextlib.contextmanager
+def _target(host: str, port: int | None, start: bool, can_write: bool,
+            say: Callable[[str], None], config: dict[str, Any] | None = None
+            ) -> Iterator[tuple[measure.Target, bool]]:
+    """The server to measure, connected: a throw-away one started with
+    ``config`` (written to freely; stopped by PID at the end, whatever
+    happens) when ``start``, else host:port. Yields (target, started)."""
+    server = RedisServer(config=config) if start else None
+    try:
+        if server is not None:
+            server.start()
+            say(f"started redis-server {server.version()} on 127.0.0.1:{server.port} "
+                f"(pid {server.pid}, dir {server.dir})")
+            host, port, can_write = server.host, server.port, True
+        if port is None:
+            raise ValueError("a port is needed (or start a server with start=True)")
+        yield measure.Target.connect(host, port, can_write=can_write, say=say), start
     finally:
         if server is not None:
             pid = server.pid
             server.stop()
             say(f"stopped redis-server (pid {pid}); its folder is removed")
+
+
+def _made(t: measure.Target, info: dict[str, Any], t0: float, started: bool
+          ) -> dict[str, Any]:
+    """A calibration file's ``made``: when, by which command, how long, on which
+    server and host."""
+    return {
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "command": "redsim calibrate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+        if sys.argv[1:2] == ["calibrate"] else "redsim.calibrate.calibrate()",
+        "duration_s": round(time.monotonic() - t0, 1),
+        "server": {"redis_version": info.get("redis_version"),
+                   "mem_allocator": info.get("mem_allocator"
+                                             ) or t.client.info("memory").get("mem_allocator"),
+                   "started_by_redsim": started,
+                   "address": f"{t.host}:{t.port}"},
+        "host": host_description(),
+    }
 
 
 def calibrate_scale(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
@@ -151,17 +180,8 @@ def calibrate_scale(out: Path, *, host: str = "127.0.0.1", port: int | None = No
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    server = RedisServer() if start else None
     t0 = time.monotonic()
-    try:
-        if server is not None:
-            server.start()
-            say(f"started redis-server {server.version()} on 127.0.0.1:{server.port} "
-                f"(pid {server.pid}, dir {server.dir})")
-            host, port, can_write = server.host, server.port, True
-        if port is None:
-            raise ValueError("a port is needed (or start a server with start=True)")
-        t = measure.Target.connect(host, port, can_write=can_write, say=say)
+    with _target(host, port, start, can_write, say) as (t, started):
         if not t.can_write:
             raise PermissionError("the SET load writes keys (prefix redsim:calib:): pass "
                                   "--i-know-this-writes, or --start a throw-away server")
@@ -169,27 +189,18 @@ def calibrate_scale(out: Path, *, host: str = "127.0.0.1", port: int | None = No
         version = replay.model_version_of(str(info.get("redis_version", "")))
         _ensure_compiled(t, progress)
         say(f"measuring SET at c={scale.LOAD.clients} P={scale.LOAD.pipeline}, "
-            f"{scale.REPS} times (~10 s), and the model with the reference host's costs")
+            f"{scale.REPS} times (~5 s), and the model with the reference host's costs")
         try:
             m = scale.measure_scale(t, version)
         finally:
             n = load.delete_prefix(t.client)
             if n:
                 say(f"deleted {n} calibration key(s) ({load.PREFIX}*)")
-        made = {"date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "command": "redsim calibrate --scale-only",
-                "duration_s": round(time.monotonic() - t0, 1),
-                "server": {"redis_version": info.get("redis_version"),
-                           "started_by_redsim": server is not None,
-                           "address": f"{t.host}:{t.port}"},
-                "host": host_description()}
+        made = _made(t, info, t0, started)
         doc = scale.write(out, m, made)
         say(f"engine.cpu.scale = {m.value:.3g}: {m.method}")
         say(f"wrote {out} in {made['duration_s']:.0f} s")
         return doc
-    finally:
-        if server is not None:
-            server.stop()
 
 
 def _compile_first() -> list[plan.Step]:
@@ -278,18 +289,7 @@ def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[s
             n = load.delete_prefix(t.client)
             if n:
                 t.say(f"deleted {n} calibration key(s) ({load.PREFIX}*)")
-    made = {
-        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": "redsim calibrate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
-        if sys.argv[1:2] == ["calibrate"] else "redsim.calibrate.calibrate()",
-        "duration_s": round(time.monotonic() - t0, 1),
-        "server": {"redis_version": info.get("redis_version"),
-                   "mem_allocator": info.get("mem_allocator"
-                                             ) or t.client.info("memory").get("mem_allocator"),
-                   "started_by_redsim": started,
-                   "address": f"{t.host}:{t.port}"},
-        "host": host_description(),
-    }
+    made = _made(t, info, t0, started)
     if t.progress is not None:
         made["steps"] = t.progress.record()
     left_out = "a quick calibration (--quick)" if quick else "left out (--only / --skip)"
