@@ -293,6 +293,22 @@ def cmd_compile(args) -> int:
     return 0
 
 
+def _size_arg(text: str) -> int:
+    """A memory size as Redis writes one (``4gb``, ``512mb``), for argparse."""
+    import argparse
+
+    from redsim.config.units import parse_size
+
+    try:
+        n = parse_size(text)
+    except Exception as exc:  # noqa: BLE001 - the parser's message, as argparse's
+        raise argparse.ArgumentTypeError(f"a size such as 2gb or 512mb, not {text!r} "
+                                         f"({exc})") from None
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"a size above 0, not {text!r}")
+    return n
+
+
 def cmd_calibrate(args) -> int:
     from redsim.calibrate import ALL_PARTS, QUICK_PARTS, calibrate
     from redsim.live.server import RedisNotFound
@@ -338,7 +354,8 @@ def cmd_calibrate(args) -> int:
                         can_write=args.i_know_this_writes, parts=parts,
                         commands=commands, reps=args.reps,
                         data_dir=Path(args.data_dir) if args.data_dir else None,
-                        quick=args.quick, progress=False if args.no_progress else None)
+                        quick=args.quick, progress=False if args.no_progress else None,
+                        **({"max_dataset": args.max_dataset} if args.max_dataset else {}))
     except (RedisNotFound, PermissionError, ValueError) as exc:
         raise _UsageError(str(exc)) from None
     except (OSError, RuntimeError) as exc:  # the server went away, refused, a load failed
@@ -580,7 +597,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--i-know-this-writes", action="store_true",
                    help="allow writing keys (prefix redsim:calib:, deleted at the end), "
                         "changing maxmemory and running BGSAVE on a server redsim did not start")
-    c.add_argument("--only", help="comma-separated parts: cpu,memory,clients,eviction,disk,fork")
+    c.add_argument("--only", help="comma-separated parts: "
+                   "cpu,caches,memory,clients,eviction,disk,fork")
     c.add_argument("--skip", help="comma-separated parts to leave out")
     c.add_argument("--commands", default="SET,GET",
                    help="commands whose per-command cost is measured: a comma-separated "
@@ -597,6 +615,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--scale-only", action="store_true",
                    help="only engine.cpu.scale: one saturated SET load against the model "
                         "with the reference host's costs (~5 s)")
+    c.add_argument("--max-dataset", type=_size_arg, default=None, metavar="SIZE",
+                   help="memory the caches part's dataset sweep may fill on the server "
+                        "(e.g. 4gb; default 2gb)")
     c.add_argument("--no-progress", action="store_true",
                    help="no progress bars (the line per step stays)")
     c.set_defaults(func=cmd_calibrate)

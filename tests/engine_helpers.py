@@ -8,6 +8,8 @@ import sys
 ZERO_OVERHEAD = {
     "iteration": 0, "wakeup": 0, "read": 0, "read-per-byte": 0, "write": 0, "write-per-byte": 0,
     "accept": 0, "close": 0, "cron": 0, "clients-cron-per-client": 0,
+    # No cache misses past the costs given: the queues worked by hand cost what they say.
+    "miss": "none",
 }
 
 

@@ -31,3 +31,29 @@ def test_a_dataset_beyond_the_caches_costs_more_per_get_and_every_get_hits():
     # more each: >= 0.15 µs on a ~0.75 µs request, a ratio of >= 1.2 (bound set
     # from that reasoning before the run; the Intel VM measured 2.2).
     assert large >= 1.2 * small, (small, large)
+
+
+def test_calibrate_fits_the_miss_costs_of_the_levels_its_sweep_reaches(tmp_path):
+    import yaml
+
+    from redsim.calibrate import calibrate, misses
+
+    out = tmp_path / "caches.yaml"
+    calibrate(out, start=True, parts=("caches",), reps=1, max_dataset=100 << 20,
+              progress=False, say=lambda _: None)
+    values = yaml.safe_load(out.read_text())["values"]
+    # 100 MiB: 3-byte values up to 1 M keys, ~100 MB of span and ~200 MB of
+    # lines: far past any L2 (<= 2 MB a core) and 4 KB-page TLB reach (<= 8 MB),
+    # so both are fitted; the page walk's reach, 512 x the L2 (>= 512 MB), is
+    # not reached and keeps its default; the LLC is fitted only where 200 MB
+    # of lines miss it half the time, an LLC of 100 MB or less (this VM's
+    # 260 MB is not; a 32 MB one is).
+    miss = values["engine"]["cpu"]["miss"]
+    assert {"l2", "tlb"} <= set(miss) and "page-walk" not in miss
+    # The GET rise from 10 K to 1 M keys is >= 0.15 µs (the test above) over
+    # 4-5 loads that all miss the TLB and L2 at 1 M keys: >= 0.03 µs per load.
+    total = sum(float(str(v).removesuffix("us")) for v in miss.values())
+    assert total >= 0.03, miss
+    sizes = misses.cache_sizes()
+    assert values["host"] == {k: v for k, v in sizes.items()}
+    assert (tmp_path / "caches.dataset.csv").exists()

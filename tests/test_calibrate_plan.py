@@ -88,8 +88,16 @@ def test_the_estimates_follow_the_parameters():
 
 def test_every_part_has_a_step_with_its_own_figures():
     steps = _by_key(plan.plan(ALL_PARTS, ("SET",), 3, CPU_FULL, speed=ROUND))
-    assert list(steps) == ["cpu.loads", "cpu.fit", "memory", "clients", "eviction", "disk",
-                           "fork"]
+    assert list(steps) == ["cpu.loads", "cpu.fit", "caches", "memory", "clients", "eviction",
+                           "disk", "fork"]
+    # The dataset sweep within 2 GiB: 3-byte values at 10 K, 100 K, 1 M, 3 M and
+    # 10 M keys; 256 B (440 B a key with the dict's growth) to 3 M; 4 KB (an
+    # entry 24, a key sds 32, a robj 16, a 5,120-B value class and a bucket's 8:
+    # 5,200 B, 5,720 with growth) at 10 K, 100 K and 2 GiB / 5,720 = 375,434.
+    # Per size 3 reps x GET and SET x (0.5 + 6 s at P=16, 0.5 + 1.5 s at P=1):
+    # 51 s, 12 sizes: 612 s; writing 10 M + 3 M + 375,434 keys at 1 M/s: 13.375 s.
+    assert steps["caches"].estimate_s == pytest.approx(612 + 13.375434)
+    assert "4096 B: 10,000, 100,000, 375,434 keys" in steps["caches"].how
     # 100,000 keys at each of 3 value sizes, 100,000 keys/s: 3 s.
     assert steps["memory"].estimate_s == pytest.approx(3.0)
     assert "100,000 keys at 3, 100, 1000-byte values" in steps["memory"].how
@@ -196,7 +204,8 @@ def test_the_file_says_what_a_quick_calibration_lacks(tmp_path):
 
     lacks = not_measured({p: "a quick calibration (--quick)" for p in ALL_PARTS
                           if p not in QUICK_PARTS}, ("SET", "GET"))
-    assert list(lacks) == ["memory", "clients", "eviction", "disk", "fork", "commands"]
+    assert list(lacks) == ["caches", "memory", "clients", "eviction", "disk", "fork",
+                           "commands"]
     assert lacks["fork"]["defaults"] == ["host.fork-fixed", "host.fork-per-gb",
                                          "host.child-keys-per-sec"]
     assert "engine.cpu.commands.MGET" in lacks["commands"]["defaults"]

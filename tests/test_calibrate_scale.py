@@ -31,8 +31,10 @@ def test_the_scale_is_the_median_over_the_models_figure_and_a_scenario_takes_it(
     out = tmp_path / "scale.yaml"
     doc = scale.write(out, m, {"date": "today"})
     assert set(doc["not-measured"]) >= {"cpu", "memory", "eviction", "disk", "fork"}
+    # 100,000 keys of 3 B: the calibrated dataset, so no line on cache misses.
     sc = load_scenario({"name": "s", "duration": 1, "calibration": str(out), "clients": [
-        {"kind": "open", "rate": 10, "mix": [{"command": "GET", "weight": 1}]}]})
+        {"kind": "open", "rate": 10, "mix": [{"command": "GET", "weight": 1}],
+         "value-size": 3, "key-size": 25, "keyspace": {"keys": 100_000, "preload": 0}}]})
     assert sc.engine.cpu.scale == pytest.approx(1.5625)
     (line,) = cost_notes(sc)
     assert "scaled by 1.56 (scale.yaml, redsim calibrate --scale-only)" in line

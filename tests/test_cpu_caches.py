@@ -101,3 +101,51 @@ def test_two_groups_on_the_same_keys_share_the_cache():
     c = cc.KeyAccess(1_000_000, 1_000_000, 1.0, key_bytes=64)
     apart, _ = cc.miss_probabilities([a, c], 32e6)
     assert apart == pytest.approx([0.75, 0.75], abs=1e-6)
+
+
+# ---- the hierarchy's cost per key access -------------------------------------------
+
+MIB = 1 << 20
+HIER = cc.Hierarchy(l2=2 * MIB, llc=260 * MIB, tlb_reach=6 * MIB,
+                    penalty={"l2": 0.0, "tlb": 0.146e-6, "llc": 0.085e-6, "page-walk": 0.149e-6})
+
+
+def test_a_key_spans_its_allocations_as_jemalloc_rounds_them():
+    # 16-byte key, 3-byte value (8-byte quantum): dictEntry 24, key sds
+    # 1 + 16 + 1 = 18 -> 24, an embedded robj 16 + 3 + 3 + 1 = 23 -> 24, and a
+    # bucket's 8: 80 bytes. A 64-byte raw value: robj 16 and sds 3 + 64 + 1 =
+    # 68 -> 80: 24 + 24 + 16 + 80 + 8 = 152; a TTL adds an entry and a bucket: 184.
+    assert cc.key_span(3, 16, False) == 80
+    assert cc.key_span(64, 16, False) == 152
+    assert cc.key_span(64, 16, True) == 184
+
+
+def test_the_calibrated_dataset_costs_nothing_and_a_smaller_one_less():
+    # The calibrated dataset: 100,000 uniform keys spanning 80 B each, 8.0 MB
+    # against a 6 MiB TLB reach: p = 1 - 6,291,456 / 8,000,000 = 0.2136; its
+    # lines, 3 x 64 + 8 = 200 B each (20 MB), fit the LLC and its pages' tables
+    # the L2 x 512. Four loads: 4 x 0.146 x 0.2136 = 0.1247 us per access.
+    ref = cc.touch(cc.KeyAccess(0, 100_000, 1.0), 3, 16, False)
+    (cost,), _ = cc.miss_cost([ref], HIER)
+    assert cost == pytest.approx(4 * 0.146e-6 * (1 - 6 * MIB / 8e6), rel=1e-9)
+    small = cc.touch(cc.KeyAccess(0, 10_000, 1.0), 3, 16, False)
+    (zero,), _ = cc.miss_cost([small], HIER)
+    assert zero == 0.0  # 0.8 MB: fits every level
+
+
+def test_far_past_every_level_a_key_access_pays_every_penalty():
+    # 10^9 keys of 64 B: every level misses with p = 1 - C/F, within 1.4 % of 1
+    # (the page walk's 1 GiB against 152 GB of span); five loads (a raw value's
+    # first line too): 5 x (0.146 + 0.085 + 0.149) = 1.90 us per access.
+    big = cc.touch(cc.KeyAccess(0, 10**9, 1.0), 64, 16, False)
+    (cost,), uniform = cc.miss_cost([big], HIER)
+    assert cost == pytest.approx(5 * (0.146 + 0.085 + 0.149) * 1e-6, rel=0.01)
+    assert uniform == pytest.approx((0.146 + 0.085 + 0.149) * 1e-6, rel=0.01)
+
+
+def test_a_zipf_hot_set_pays_far_less_than_uniform_access_to_the_same_keys():
+    uniform = cc.touch(cc.KeyAccess(0, 10_000_000, 1.0), 64, 16, False)
+    skewed = cc.touch(cc.KeyAccess(0, 10_000_000, 1.0, zipf=1.1), 64, 16, False)
+    (u,), _ = cc.miss_cost([uniform], HIER)
+    (z,), _ = cc.miss_cost([skewed], HIER)
+    assert z < 0.5 * u

@@ -25,6 +25,7 @@ TWO = {
     "server": {"save": ""},
     "network": {"rtt": "100us"},
     "engine": {"cpu": {"iteration": 0, "wakeup": 0, "read-per-byte": 0, "write-per-byte": 0,
+                       "miss": "none",  # the costs worked by hand below are the whole cost
                        "commands": {"GET": {"fixed": 0.5, "per-byte": 0},
                                     "SET": {"fixed": 0.8, "per-byte": 0}}}},
     "clients": [

@@ -21,7 +21,7 @@ BUSY = {
     "network": {"rtt": "50us"},
     "engine": {"io-threads-model": "async",
                "cpu": {"iteration": 0, "wakeup": 0, "read-per-byte": 0, "write-per-byte": 0,
-                       "io-handoff": 0.2,
+                       "io-handoff": 0.2, "miss": "none",  # the costs worked by hand
                        "commands": {"GET": {"fixed": 0.52, "per-byte": 0}}}},
     "clients": [{"name": "app", "processes": 256, "pool": {"max-size": 1},
                  "mix": {"GET": 1}, "keyspace": {"keys": 10000}}],

@@ -23,7 +23,7 @@ def _world(ttl: str | None = None, **server):
           "server": {"latency-monitor-threshold": 1, **server},
           "engine": {"cpu": {"eviction-call": 0, "eviction-check": 0, "eviction-sample": 0,
                              "eviction-delete": "2ms", "expire-sample": "0.5ms",
-                             "expire-delete": 0}},
+                             "expire-delete": 0, "miss": "none"}},
           "clients": [{"kind": "open", "rate": 10,
                        "mix": [{"command": "SET", "weight": 1, **({"ttl": ttl} if ttl else {})}],
                        "key-size": 16, "value-size": 1000,

@@ -25,11 +25,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from redsim.calibrate import fragment, measure, plan, replay
+from redsim.calibrate import dataset, fragment, measure, misses, plan, replay
 from redsim.live import load
 from redsim.live.server import RedisServer
 
-ALL_PARTS = ("cpu", "memory", "clients", "eviction", "disk", "fork")
+ALL_PARTS = ("cpu", "caches", "memory", "clients", "eviction", "disk", "fork")
 WRITE_PARTS = {"eviction", "fork"}
 """Parts that change the server's configuration or write files on its side."""
 QUICK_PARTS = ("cpu",)
@@ -39,6 +39,8 @@ PART_FIELDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "cpu": ("main-thread CPU per request and per command",
             ("engine.cpu.read", "engine.cpu.write", "engine.cpu.wakeup",
              "engine.cpu.commands")),
+    "caches": ("main-thread CPU against the dataset's size: the cache and TLB miss costs",
+               ("host.l2", "host.llc", "engine.cpu.miss")),
     "memory": ("bytes per key, and the allocator's quantum", ("engine.allocator-quantum",)),
     "clients": ("bytes per connection (evidence only: no field)", ()),
     "eviction": ("CPU per evicted key", ("engine.cpu.eviction-check",
@@ -73,7 +75,7 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
               start: bool = False, can_write: bool = False,
               parts: tuple[str, ...] = ALL_PARTS, commands: tuple[str, ...] = ("SET", "GET"),
               reps: int = 3, data_dir: Path | None = None, quick: bool = False,
-              progress: bool | None = None,
+              max_dataset: float = dataset.MAX_DATASET, progress: bool | None = None,
               say: Callable[[str], None] = print) -> dict[str, Any]:
     """Measure a server and write the calibration file ``out`` (and the fsync
     samples beside it, ``<name>.fsync.csv``). Returns the calibration document;
@@ -90,6 +92,7 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
         data_dir: where to probe fsync (default: the server's ``dir`` when local).
         quick: the per-request and per-command CPU costs only (``parts`` must
             be ``QUICK_PARTS``); the file says that it lacks the other parts.
+        max_dataset: bytes of ``used_memory`` the caches part's sweep may reach.
         progress: progress bars on stderr within long steps (None: when stderr
             is a terminal); the lines saying when each step starts and ends go
             to ``say`` either way.
@@ -113,7 +116,7 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
             target.data_dir = Path(data_dir)
         cpu = measure.CPU_FULL
         steps = plan.plan(parts, commands, reps, cpu, local=target.pid is not None,
-                          data_dir=target.data_dir is not None)
+                          data_dir=target.data_dir is not None, max_dataset=max_dataset)
         if "cpu" in parts:
             steps = _compile_first() + steps
         target.progress = plan.Progress(steps, say, progress)
@@ -124,7 +127,8 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
             say("not measured (a scenario using the file keeps the model's defaults for "
                 "them): " + ", ".join(missing))
         return _run(target, out, parts, commands, reps, t0, started=started,
-                    data_dir_given=data_dir is not None, cpu=cpu, quick=quick)
+                    data_dir_given=data_dir is not None, cpu=cpu, quick=quick,
+                    max_dataset=max_dataset)
 
 
 @contextlib.contextmanager
@@ -230,10 +234,11 @@ def _ensure_compiled(t: measure.Target, bars: bool | None) -> None:
 
 def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[str, ...],
          reps: int, t0: float, started: bool, data_dir_given: bool = False,
-         cpu: measure.CpuSettings = measure.CPU_FULL, quick: bool = False) -> dict[str, Any]:
+         cpu: measure.CpuSettings = measure.CPU_FULL, quick: bool = False,
+         max_dataset: float = dataset.MAX_DATASET) -> dict[str, Any]:
     info = t.client.info("server")
     if not t.can_write:
-        blocked = [p for p in parts if p in WRITE_PARTS or p in ("cpu", "memory")]
+        blocked = [p for p in parts if p in WRITE_PARTS or p in ("cpu", "caches", "memory")]
         if "disk" in parts and not data_dir_given:
             blocked.append("disk")  # a probe file in the server's own data directory
         if blocked:
@@ -252,6 +257,12 @@ def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[s
             ms += measure.measure_cpu(t, list(commands), reps=reps, settings=cpu,
                                       model_version=replay.model_version_of(
                                           str(info.get("redis_version", ""))))
+        if "caches" in parts:
+            caches_ms, caches_extra, why = _caches(t, out, reps, max_dataset)
+            ms += caches_ms
+            extra.update(caches_extra)
+            if why:
+                skipped["caches"] = why
         if "memory" in parts:
             ms += measure.measure_key_memory(t)
             quantum = _allocator_quantum(t)
@@ -303,6 +314,44 @@ def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[s
     t.say(f"wrote {out}" + (f" and {csv_path}" if csv_path else "")
           + f" in {made['duration_s']:.0f} s")
     return doc
+
+
+def _caches(t: measure.Target, out: Path, reps: int, max_dataset: float
+            ) -> tuple[list[measure.Measurement], dict[str, Any], str | None]:
+    """The caches part: the dataset sweep (its points in ``<name>.dataset.csv``
+    beside ``out``), the host's cache sizes (from sysfs, for a local server)
+    and the fitted miss costs. Returns (measurements, extra values, why the
+    part could not be fitted or None)."""
+    from redsim.config.schema import Host
+
+    sizes = misses.cache_sizes() if t.pid is not None else {}
+    l2 = sizes.get("l2", Host.model_fields["l2"].default)
+    llc = sizes.get("llc", Host.model_fields["llc"].default)
+    tlb = Host.model_fields["tlb_reach"].default
+    with measure._step(t, "caches") as bar:
+        points = dataset.sweep(t, max_bytes=max_dataset, reps=reps, bar=bar)
+    csv_path = out.with_name(out.stem + ".dataset.csv")
+    dataset.write_csv(points, csv_path)
+    try:
+        fit = misses.fit(dataset.medians(points), l2, llc, tlb)
+    except misses.MissFitError as exc:
+        t.say(f"caches: not fitted, {exc}")
+        return [], {}, f"the fit failed: {exc}"
+    where = "sysfs" if sizes else "the defaults (the server is not on this machine)"
+    method = (f"non-negative least squares over {fit.points} medians of GET and SET at "
+              f"pipeline 1 and 16 ({csv_path.name}), L2 {l2 >> 20} MiB and LLC "
+              f"{llc >> 20} MiB from {where}; points within {fit.worst:.0%}, "
+              f"rms {fit.rms:.0%}")
+    ms = [measure.Measurement(f"caches.{name}", v, "us", 0.0, fit.points, method,
+                              field=f"engine.cpu.miss.{name}")
+          for name, v in fit.penalty.items()]
+    t.say("caches: miss costs " + ", ".join(f"{k} {v:.3f} µs" for k, v in fit.penalty.items())
+          + f" per load; the sweep's points within {fit.worst:.0%} (rms {fit.rms:.0%})")
+    if fit.uncovered:
+        t.say(f"caches: {', '.join(fit.uncovered)} not reached by the sweep's largest dataset "
+              "(a larger --max-dataset reaches them): they keep the model's defaults")
+    extra = {"host.l2": int(l2), "host.llc": int(llc)} if sizes else {}
+    return ms, extra, None
 
 
 def not_measured(lacks: dict[str, str], commands: tuple[str, ...] | None = None

@@ -98,6 +98,47 @@ def measure(t: Target, sizes: tuple[int, ...] = SIZES, value_size: int = 64,
     return points
 
 
+VALUE_SIZES = (3, 256, 4096)
+"""Value sizes ``redsim calibrate``'s sweep measures: an embedded string, a raw
+one, and one of several lines (bytes)."""
+
+MAX_DATASET = 2 << 30
+"""Bytes of ``used_memory`` the sweep may reach by default (``--max-dataset``)."""
+
+
+def sweep_sizes(value_size: int, max_bytes: float, sizes: tuple[int, ...] = SIZES
+                ) -> tuple[int, ...]:
+    """The sizes of ``sizes`` whose dataset of ``value_size``-byte values stays
+    within ``max_bytes`` of memory (``cpu_caches.key_span`` per key, +10 % for
+    the dict's growth), at least the smallest, and the most keys that fit
+    when that is twice the largest of them or more."""
+    from redsim.model.cpu_caches import key_span
+
+    per_key = 1.1 * key_span(value_size, len(load.PREFIX) + 12, False)
+    most = int(max_bytes // per_key)
+    fit = tuple(n for n in sizes if n <= most)
+    if not fit:
+        return sizes[:1]
+    # Large values reach the limit with few keys: end the sweep at it.
+    return fit + ((most,) if 2 * fit[-1] <= most < max(sizes) else ())
+
+
+def sweep(t: Target, value_sizes: tuple[int, ...] = VALUE_SIZES, max_bytes: float = MAX_DATASET,
+          reps: int = 3, bar: Any = None) -> list[DatasetPoint]:
+    """``measure`` at each value size over ``sweep_sizes``, the calibration's
+    keys deleted before each value size and after the last."""
+    points: list[DatasetPoint] = []
+    try:
+        for v in value_sizes:
+            load.delete_prefix(t.client)
+            points += measure(t, sweep_sizes(v, max_bytes), value_size=v, reps=reps)
+            if bar is not None:
+                bar.update()
+    finally:
+        load.delete_prefix(t.client)
+    return points
+
+
 def medians(points: list[DatasetPoint]) -> dict[tuple[int, int, str, int], float]:
     """Median µs per request by (keys, value size, command, pipeline)."""
     by: dict[tuple[int, int, str, int], list[float]] = {}
@@ -116,4 +157,5 @@ def write_csv(points: list[DatasetPoint], path: Path) -> None:
             w.writerow(asdict(p))
 
 
-__all__ = ["DatasetPoint", "LOADS", "SIZES", "measure", "medians", "populate", "write_csv"]
+__all__ = ["DatasetPoint", "LOADS", "MAX_DATASET", "SIZES", "VALUE_SIZES", "measure", "medians",
+           "populate", "sweep", "sweep_sizes", "write_csv"]

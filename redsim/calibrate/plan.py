@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from redsim.calibrate import measure, replay
+from redsim.calibrate import dataset, measure, replay
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,8 @@ class HostSpeed:
         fsync_s: one small append + fdatasync; write_bytes_per_s: the disk's
             sequential writes with fdatasync.
         fork_keys_per_s: keys a BGSAVE child writes per second (1000-B values).
+        populate_keys_per_s: keys the dataset sweep writes per second (a Lua
+            loop of SETs, ``dataset.populate``).
     """
 
     bench_rps: dict[tuple[int, int], float]
@@ -64,6 +66,7 @@ class HostSpeed:
     fsync_s: float
     write_bytes_per_s: float
     fork_keys_per_s: float
+    populate_keys_per_s: float = 1_000_000.0
 
     def rps(self, clients: int, pipeline: int) -> float:
         """redis-benchmark's rate at this shape (the nearest measured one's)."""
@@ -203,6 +206,24 @@ def cpu_steps(commands: tuple[str, ...], reps: int, cpu: measure.CpuSettings,
     return steps
 
 
+def caches_step(reps: int, max_dataset: float, speed: HostSpeed = REFERENCE) -> Step:
+    """The caches part: its dataset sweep (``dataset.sweep``), one bar unit per
+    value size."""
+    total = 0.0
+    shapes = []
+    for v in dataset.VALUE_SIZES:
+        sizes = dataset.sweep_sizes(v, max_dataset)
+        shapes.append(f"{v} B: {', '.join(f'{n:,}' for n in sizes)} keys")
+        total += sizes[-1] / speed.populate_keys_per_s + speed.unlink_s(sizes[-1])
+        total += len(sizes) * reps * 2 * sum(speed.bench_s(ld) for ld in dataset.LOADS)
+    loads = _loads_text(dataset.LOADS)
+    return Step("caches", "caches", "CPU against the dataset's size",
+                "main-thread CPU per GET and SET as the dataset outgrows the CPU's caches: "
+                "the miss costs", f"{'; '.join(shapes)} (up to {max_dataset / 2**30:.3g} "
+                f"GiB); GET and SET at {loads} x {reps}", total,
+                len(dataset.VALUE_SIZES), "value size")
+
+
 def part_steps(part: str, speed: HostSpeed = REFERENCE) -> list[Step]:
     """The steps of a part other than cpu, from ``measure``'s parameters."""
     if part == "memory":
@@ -250,14 +271,18 @@ def part_steps(part: str, speed: HostSpeed = REFERENCE) -> list[Step]:
 
 def plan(parts: tuple[str, ...], commands: tuple[str, ...], reps: int,
          cpu: measure.CpuSettings = measure.CPU_FULL, *, local: bool = True,
-         data_dir: bool = True, speed: HostSpeed = REFERENCE) -> list[Step]:
+         data_dir: bool = True, speed: HostSpeed = REFERENCE,
+         max_dataset: float = dataset.MAX_DATASET) -> list[Step]:
     """The steps of a calibration of ``parts`` (in the order it runs them);
     ``local``: the server runs on this machine (its sleeps can be counted);
-    ``data_dir``: a directory to probe the disk in is known (else no disk step)."""
+    ``data_dir``: a directory to probe the disk in is known (else no disk step);
+    ``max_dataset``: the bytes the caches part's sweep may reach."""
     steps: list[Step] = []
     for part in parts:
         if part == "cpu":
             steps += cpu_steps(commands, reps, cpu, local, speed)
+        elif part == "caches":
+            steps.append(caches_step(reps, max_dataset, speed))
         elif part != "disk" or data_dir:
             steps += part_steps(part, speed)
     return steps

@@ -193,6 +193,34 @@ def fork_cost(rss_bytes: Sequence[float], fork_s: Sequence[float]) -> tuple[floa
     return fixed, per_gb
 
 
+def nnls(a: np.ndarray, b: np.ndarray, max_iter: int = 0) -> np.ndarray:
+    """x ≥ 0 minimising ‖a·x − b‖₂: Lawson and Hanson's active-set method
+    (Solving Least Squares Problems, 1974, ch. 23), for the few columns of a
+    calibration's fits."""
+    m, n = a.shape
+    x = np.zeros(n)
+    passive = np.zeros(n, dtype=bool)
+    tol = 10 * np.finfo(float).eps * np.linalg.norm(a, 1) * max(m, n)
+    for _ in range(max_iter or 3 * n):
+        grad = a.T @ (b - a @ x)
+        free = ~passive & (grad > tol)
+        if not free.any():
+            break
+        passive[np.argmax(np.where(free, grad, -np.inf))] = True
+        while True:  # the passive set's unconstrained solution, stepped back into x ≥ 0
+            z = np.zeros(n)
+            z[passive] = np.linalg.lstsq(a[:, passive], b, rcond=None)[0]
+            if (z[passive] > tol).all():
+                x = z
+                break
+            neg = passive & (z <= tol)
+            alpha = np.min(x[neg] / (x[neg] - z[neg]))
+            x = x + alpha * (z - x)
+            passive &= x > tol
+            x[~passive] = 0.0
+    return x
+
+
 def spread(values: Sequence[float]) -> float:
     """Sample standard deviation (0 for one value)."""
     return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0

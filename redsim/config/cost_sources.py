@@ -11,6 +11,10 @@ with no warning (issue #43). ``cost_notes`` says which of three it is:
   (they keep the defaults);
 - costs the scenario sets itself (S0's are chosen for the seed): the commands
   it sends and does not cost, if any.
+
+and, when the scenario's keys miss the CPU's caches more or less than the
+dataset the costs were calibrated on, by how much per key access
+(``model/cpu_caches.py``).
 """
 
 from __future__ import annotations
@@ -31,9 +35,37 @@ def _sent(scenario: Any) -> list[str]:
     return sorted({m.command.upper() for g in scenario.clients for m in (g.mix or ())})
 
 
+MISS_NOTE_US = 0.05
+"""A group's miss cost per key access, µs, from which ``cost_notes`` names it."""
+
+
+def miss_note(scenario: Any) -> list[str]:
+    """A line giving each group's cache-miss cost per key access over the
+    calibrated dataset's, when one is at least ``MISS_NOTE_US``."""
+    from redsim.model.cpu_caches import miss_deltas
+
+    per, _ = miss_deltas(scenario)
+    scale = scenario.engine.cpu.scale
+    shown = [(g.name, d * scale * 1e6) for g, d in zip(scenario.clients, per, strict=True)
+             if abs(d * scale * 1e6) >= MISS_NOTE_US]
+    if not shown:
+        return []
+    on = scenario.engine.cpu.calibrated_on
+    parts = ", ".join(f"{name} {us:+.2f} µs" for name, us in shown)
+    return [f"CPU costs: cache and TLB misses per key access over the calibrated dataset's "
+            f"({on.keys:,} keys of {on.value_size} B): {parts} (host.llc "
+            f"{scenario.host.llc / 2**20:.0f} MiB; `engine.cpu.miss: none` if the costs "
+            "were measured on this dataset)"]
+
+
 def cost_notes(scenario: Any) -> list[str]:
     """Lines saying where the run's main-thread CPU costs come from (empty when
     every command it sends is costed by a calibration or the scenario)."""
+    return _source_notes(scenario) + miss_note(scenario)
+
+
+def _source_notes(scenario: Any) -> list[str]:
+    """Whose costs the run uses."""
     cpu = scenario.engine.cpu
     costed = {name.upper() for name in cpu.commands}
     missing = [c for c in _sent(scenario) if c not in costed]
@@ -58,4 +90,4 @@ def cost_notes(scenario: Any) -> list[str]:
     return []
 
 
-__all__ = ["REFERENCE_HOST", "cost_notes"]
+__all__ = ["REFERENCE_HOST", "cost_notes", "miss_note"]

@@ -667,6 +667,56 @@ def _parse_commands(v: Any) -> dict[str, Any]:
     return out
 
 
+class CacheMiss(_Model):
+    """What a dependent load that misses each level of the memory hierarchy costs
+    the main thread, µs (``model/cpu_caches.py``), beyond what the per-command
+    costs already hold for the dataset they were calibrated on
+    (``calibrated-on``). Fitted by non-negative least squares to GET and SET at
+    pipeline 1 and 16 over 10 K to 30 M keys of 64 B on a 2-vCPU Intel Xeon VM
+    (L2 2 MB, L3 260 MB; Debian's Redis 7.0.15; ``python
+    results/cpu_vs_dataset.py``, 2026-11-28; ``calibrate/misses.py``'s fit):
+    each level's share of the rise from 0.72 to 2.6 µs per GET; the 24 medians
+    within 12 %, rms 5 %. ``redsim calibrate`` fits them for its host."""
+
+    l2: CostUs = 0.055
+    """A load that misses the L2 and hits the last-level cache, µs."""
+    tlb: CostUs = 0.116
+    """A load whose page is not in the TLB (a page walk that hits the caches), µs."""
+    llc: CostUs = 0.111
+    """A load that misses the last-level cache (DRAM), µs."""
+    page_walk: CostUs = 0.170
+    """A page walk whose page-table entries miss the L2 too (the dataset past
+    512 × the L2: an 8-byte entry maps each 4 KB page), µs. On a VM the walk
+    is two-dimensional, hence a cost near a DRAM access's."""
+
+
+def _no_miss(v: Any) -> Any:
+    """``none`` (or 0) for a ``CacheMiss`` of zeros."""
+    if v is None or v == 0 or (isinstance(v, str) and v.strip().lower() == "none"):
+        return {"l2": 0, "tlb": 0, "llc": 0, "page-walk": 0}
+    return v
+
+
+class CalibratedOn(_Model):
+    """The dataset the per-command costs were measured on: a run over another
+    dataset is charged the difference in cache misses (``model/cpu_caches.py``).
+    The defaults are ``redsim calibrate``'s loads (redis-benchmark ``-r
+    100000``, 3-byte values, keys of ``redsim:calib:`` and 12 digits)."""
+
+    keys: Annotated[int, _v(parse_int, minimum=1)] = 100_000
+    """Keys, accessed uniformly."""
+    value_size: Annotated[int, _v(parse_int, minimum=0)] = 3
+    """Bytes per value."""
+    key_size: Annotated[int, _v(parse_int, minimum=1)] = 25
+    """Bytes per key name."""
+    eviction_keys: Annotated[int, _v(parse_int, minimum=1)] = 900_000
+    """Keys eviction sampled while its costs were measured (``eviction-sample``,
+    ``eviction-delete``): ``redsim calibrate``'s 600,000 keys and the 300,000 a
+    load adds. Expiry's samples are referred to the same dataset."""
+    eviction_value_size: Annotated[int, _v(parse_int, minimum=0)] = 100
+    """Bytes per value of that dataset."""
+
+
 class Cpu(_Model):
     """Main-thread CPU costs, µs, besides the command procedures themselves.
 
@@ -816,6 +866,12 @@ class Cpu(_Model):
         return self.distribution
     commands: Annotated[dict[str, CommandCost], _v(_parse_commands)] = Field(default_factory=dict)
     """Per-command overrides of the command table, by upper-case name."""
+    miss: Annotated[CacheMiss, BeforeValidator(_no_miss)] = Field(default_factory=CacheMiss)
+    """What a load that misses each cache level costs (``model/cpu_caches.py``);
+    ``none`` (every level 0) leaves the costs above as they are at every dataset
+    size: for costs measured on the scenario's own dataset."""
+    calibrated_on: CalibratedOn = Field(default_factory=CalibratedOn)
+    """The dataset the costs above were measured on."""
 
 
 def _quantum(v: Any) -> int:
@@ -912,6 +968,18 @@ class Host(_Model):
     scheduler_window: PositiveSeconds = 1e-3
     """How often the host re-divides its cores among the runnable threads, s: the
     threads' demand is measured over one window and sets their shares in the next."""
+    l2: Bytes = 2 << 20
+    """Bytes of L2 cache a core has (``/sys/devices/system/cpu/cpu0/cache/index2/size``;
+    ``redsim calibrate`` reads it). The default is the reference VM's."""
+    llc: Bytes = 260 << 20
+    """Bytes of last-level cache Redis's main thread can use: the L3 (``index3``)
+    less what other processes on the host keep in it. The default is what the
+    reference VM (a slice of a shared Xeon socket) reports."""
+    tlb_reach: Bytes = 6 << 20
+    """Bytes of memory the data TLB maps with 4 KB pages: its second-level
+    entries × 4 KB (1,536 on Intel since Skylake, 2,048 on AMD Zen 3/4 and
+    Graviton 3). Redis 7 turns transparent huge pages off for itself
+    (``disable-thp``), so its heap is mapped in 4 KB pages."""
     network: HostNetwork = Field(default_factory=HostNetwork)
 
     transparent_huge_pages: Annotated[Thp, _literal(Thp)] = "madvise"

@@ -27,6 +27,7 @@ from redsim.model import (
     clients,
     clients_cron,
     collection,
+    cpu_caches,
     db,
     defrag,
     disk,
@@ -65,6 +66,7 @@ STEPS = (
     locality.configure,
     collection.configure,  # the collection keyspaces' rows and their elements
     bigkeys.configure,  # the collections' table (needs collection's rows)
+    cpu_caches.configure,  # needs the groups' first rows (collection)
     lazyfree.configure,  # needs collections
     admin.configure,
     db.configure,  # decides key_rows (needs conns)

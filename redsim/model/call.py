@@ -278,15 +278,18 @@ def call(w, c):
         elif effect == EFFECT_COLLECTION and w.gp_coll_kind[g] >= 0:
             touched, moved, changed, extra = collection_command(
                 w, c, g, key, w.tb_cmd_coll[cmd], k, n)
+        # The keys' cache and TLB misses past the calibrated dataset's (cpu_caches).
+        unscaled += w.gp_miss_cpu[g] * k
     if w.tb_cmd_write[cmd] and changed > 0:
         # call() → propagate: the command goes to the AOF and the replicas as it was sent.
         w.I[DIRTY] += changed
         propagate(w, w.cn_next_bytes[c])
     if w.tb_cmd_script[cmd]:  # the script's own run time (model/scripts.py)
         unscaled += w.cn_next_script[c]
-    return w.cn_next_scale[c] * (w.tb_cmd_fixed[cmd] + w.tb_cmd_per_byte[cmd] * moved
+    cost = w.cn_next_scale[c] * (w.tb_cmd_fixed[cmd] + w.tb_cmd_per_byte[cmd] * moved
                                  + w.tb_cmd_per_elem[cmd] * touched
                                  + w.tb_cmd_per_scanned[cmd] * scanned + extra) + unscaled
+    return cost if cost > 0.0 else 0.0  # a dataset smaller than the calibrated one's misses
 
 
 # ---- configuration (Python, once per run) ---------------------------------------------

@@ -1,60 +1,120 @@
-"""The CPU's last-level cache: how often a key access misses it, from the
-dataset's footprint, the key distribution and the cache's size.
+"""The CPU's caches and TLB: what a key access costs the main thread in
+misses, from the dataset's footprint, the key distribution and the host's
+cache sizes.
 
 No Redis source: what the hardware does to ``src/db.c:lookupKey``. A key
 access is a chain of dependent loads — the hash table's bucket
 (``dict.c:dictFind``), the ``dictEntry``, the key's sds (compared), the value's
 ``robj`` (with an embedded string's bytes), a raw string's bytes, and, when the
 db has keys with a TTL, the ``expires`` dict's bucket and entry
-(``db.c:expireIfNeeded``) — and each that is not in the caches costs a trip to
-memory, ~80-130 ns, against ~1 µs for the whole request on a warm cache. A
-dataset that fits the last-level cache pays none; GitLab's 60 GB pays nearly
-all.
+(``db.c:expireIfNeeded``) — and each that is not in the caches costs a trip
+further down the hierarchy, ~80-130 ns to memory, against ~1 µs for the whole
+request on a warm cache. A dataset that fits the caches pays none; GitLab's
+60 GB pays nearly all.
 
 This module computes, once per run, the probability that a key access of each
-client group misses the last-level cache, with Che's approximation of an LRU
-cache under independent references (Che, Tung and Wang, IEEE JSAC 20(7),
-2002; Fricker, Robert and Roberts, ITC 24, 2012, for its accuracy): the
-cache holds each key's lines for a characteristic time ``t`` (in key
-accesses), the solution of ``Σ_i s_i (1 − exp(−p_i t)) = C`` over every key i
-with access probability ``p_i`` and ``s_i`` cached bytes; key i is then in
-the cache with probability ``1 − exp(−p_i t)``. For uniform access over F
-bytes this is ``p_miss = 1 − C/F`` (C < F), the first-order model of design
-§7; a Zipf distribution or a hot set that fits misses far less. Keys of
-equal popularity are grouped in bins (every id up to 256, then ids in
-geometric bins 2 % wide), so a run of 27 M keys solves ~1,000 bins.
+client group misses each level, with Che's approximation of an LRU cache under
+independent references (Che, Tung and Wang, IEEE JSAC 20(7), 2002; Fricker,
+Robert and Roberts, ITC 24, 2012, for its accuracy): the cache holds each
+key's lines for a characteristic time ``t`` (in key accesses), the solution of
+``Σ_i s_i (1 − exp(−p_i t)) = C`` over every key i with access probability
+``p_i`` and ``s_i`` cached bytes; key i is then in the cache with probability
+``1 − exp(−p_i t)``. For uniform access over F bytes this is ``p_miss = 1 −
+C/F`` (C < F), the first-order model of design §7; a Zipf distribution or a
+hot set that fits misses far less. Keys of equal popularity are grouped in
+bins (every id up to 256, then ids in geometric bins 2 % wide), so a run of
+27 M keys solves ~1,000 bins.
+
+The levels (``LEVELS``), each with its miss cost per dependent load
+(``engine.cpu.miss``):
+
+- ``l2`` and ``llc``: the data caches, over the lines a key's access brings in
+  (``footprint``), of ``host.l2`` and ``host.llc`` bytes;
+- ``tlb``: the TLB, over the memory the keys' allocations span (``key_span``:
+  with 4 KB pages, a page holds other keys' bytes too, so what counts is the
+  span, not the lines), of ``host.tlb-reach`` bytes;
+- ``page-walk``: the page tables a walk reads, 8 bytes per 4 KB page, which
+  miss the L2 once the span passes 512 × ``host.l2``.
+
+A run is charged the difference between its groups' expected miss cost and
+that of the dataset the per-command costs were calibrated on
+(``engine.cpu.calibrated-on``): the calibrated costs already hold that
+dataset's misses. Eviction's and expiry's samples are referred to the
+dataset eviction's costs were measured on (900,000 keys of 100 B). On the
+reference VM the levels fit the measured CPU per request of GET and SET at
+pipeline 1 and 16, 10 K to 30 M keys of 64 B, within 12 % (rms 5 %;
+``calibrate/misses.py``, ``results/validation/cpu_vs_dataset.png``).
 
 What it leaves out, each said with its expected size:
 
 - the rest of the cache's traffic: the clients' structs and buffers, the
-  allocator's metadata and other processes on the host share the cache (a
-  noisy neighbour's share of the LLC is invisible to a VM; ``host.llc`` is the
-  part Redis gets);
-- the TLB: at 60 GB with 4 KB pages every miss is also a TLB miss and a page
-  walk, itself mostly cached; it is in the fitted ``miss-penalty`` rather
-  than modelled (a miss costs more than a DRAM latency on a VM: two-level
-  page walks);
-- the L2 and the order of loads: the calibrated base costs already include
-  the L2 misses of a dataset that fits the LLC (the calibration's ~10 MB);
-  the penalty is the LLC miss's cost over an LLC hit;
+  kernel's socket path, the allocator's metadata and other processes on the
+  host share the caches (a noisy neighbour's share of the LLC is invisible to
+  a VM; ``host.llc`` is the part Redis gets). The socket path's lines matter
+  at pipeline 1, where each request streams ~tens of KB through the L2: the
+  reference VM's rise from 10 K to 10 M keys was 0.7 µs per request at
+  pipeline 1 against 1.5-1.7 µs at 16, and the model charges both the same
+  rise, so pipeline-1 CPU is up to ~10 % high at 10 M keys;
+- the TLB of a skewed access: the TLB level takes each key's span as its
+  pages' share, which is exact for uniform access; a hot set's keys are
+  scattered over pages that hold cold keys, so a Zipf workload's TLB misses
+  are underestimated (by up to the ratio of a page to a key's span, ~25× in
+  the TLB's footprint: a hot set of 1 % of 100 M keys misses the TLB almost
+  always);
 - prefetching: a value's lines past its first are read in sequence and
   prefetched, so only the first line of each structure is a dependent load;
   Redis 7.0 has no software prefetch of keys (Valkey 8's batch prefetching
   overlaps the misses of a pipeline's keys, which this does not model);
-- eviction's and expiry's samples: they touch random keys (counted at the
-  uniform miss rate, ``uniform_miss``) but their own lines' pollution of the
-  cache is not added to the access stream (they are ~5 per eviction, a few %
-  of key accesses but for bursts).
+- eviction's and expiry's samples: they touch random keys (charged at the
+  uniform miss rate: ``EVICTION_SAMPLE_LOADS`` and ``EXPIRY_SAMPLE_LOADS``
+  loads each) but their own lines' pollution of the cache is not added to
+  the access stream (they are ~5 per eviction, a few % of key accesses but
+  for bursts); the key an eviction deletes was just sampled and is charged no
+  further misses;
+- collection values: a hash's or list's own structure (listpack, hashtable
+  entries) is counted as one raw value's first line.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
+from redsim.model.jemalloc import size_class
+from redsim.model.objects import DICT_ENTRY, EMBSTR_LIMIT, ROBJ, sds_header
+
+# The kernel state this module owns; model/state.py lays it out (model/layout.py
+# says what each entry holds: where, name, dtype, unit, kind, doc).
+FIELDS = (
+    ("gp", "miss_cpu", "f8", "s", "config",
+     "CPU per key access of the group's commands for cache and TLB misses, over what "
+     "the calibrated costs hold (engine.cpu.calibrated-on); may be < 0, s"),
+    ("F", "C_EV_SAMPLE_MISS", "f8", "s", "config",
+     "CPU per key an eviction samples for its misses, over the calibrated dataset's, s"),
+    ("F", "C_EXP_SAMPLE_MISS", "f8", "s", "config",
+     "CPU per key active expiry samples for its misses, over the calibrated dataset's, s"),
+)
+
 LINE = 64
 """Bytes per cache line (x86-64 and Graviton)."""
+
+PAGE_TABLE_RATIO = 512
+"""Bytes of memory one byte of page table maps (an 8-byte entry per 4 KB page)."""
+
+LINES, SPAN = 0, 1
+"""What a level holds of a key: the lines its access reads, or the memory its
+allocations span (pages)."""
+
+EVICTION_SAMPLE_LOADS = 2
+"""Dependent loads of a key ``evictionPoolPopulate`` samples: the dictEntry
+(``dictGetSomeKeys`` walks buckets, which share lines) and the robj (its LRU
+or LFU field); the key's sds only for the few that enter the pool."""
+
+EXPIRY_SAMPLE_LOADS = 1
+"""Dependent loads of a key ``activeExpireCycle`` samples: the ``expires``
+dictEntry, which holds the key pointer and the expire time."""
 
 HEAD_IDS = 256
 """Key ids with a bin each (a Zipf's head, where popularity changes fastest)."""
@@ -224,3 +284,165 @@ def miss_probabilities(groups: list[KeyAccess], cache: float) -> tuple[list[floa
     per_group = [float(np.sum(m * out)) for m in b.mass]
     uniform = float(np.sum(b.count * out) / np.sum(b.count))
     return per_group, uniform
+
+
+# ---- the hierarchy's cost (Python, once per run) -------------------------------------
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    """The host's caches, bytes, and what a load that misses each costs, s."""
+
+    l2: float
+    llc: float
+    tlb_reach: float
+    penalty: dict[str, float]
+
+    def levels(self) -> list[tuple[str, float, int]]:
+        """(name, bytes, what it holds) of each level, nearest the core first."""
+        return [("l2", self.l2, LINES), ("tlb", self.tlb_reach, SPAN),
+                ("llc", self.llc, LINES), ("page-walk", PAGE_TABLE_RATIO * self.l2, SPAN)]
+
+
+@dataclass(frozen=True)
+class Touch:
+    """One group's key accesses and what each reads."""
+
+    access: KeyAccess
+    loads: int  # dependent loads per key access (``dependent_loads``)
+    lines: float  # bytes of lines per key (``footprint``)
+    span: float  # bytes a key's allocations take (``key_span``)
+
+
+def _python(f: Any) -> Any:
+    """A kernel helper's Python function (calling the compiled one from Python
+    would compile it for Python), or ``f`` itself when numba is off."""
+    return getattr(f, "py_func", f)
+
+
+def key_span(value_bytes: float, key_len: int, expires: bool, integer: bool = False,
+             quantum16: bool = False) -> float:
+    """Bytes one string key allocates (dictEntry, key sds, robj and value, the
+    ``expires`` entry), plus its share of the bucket arrays (8 bytes a bucket,
+    one per key at a load factor of 1): ``objects.string_key_bytes`` in Python."""
+    q = quantum16
+    cls = _python(size_class)
+    header = _python(sds_header)
+    n = cls(DICT_ENTRY, q) + cls(header(key_len, True) + key_len + 1, q)
+    if integer:
+        n += cls(ROBJ, q)
+    elif value_bytes <= EMBSTR_LIMIT:
+        n += cls(ROBJ + 3 + int(value_bytes) + 1, q)
+    else:
+        v = int(value_bytes)
+        n += cls(ROBJ, q) + cls(header(v, False) + v + 1, q)
+    if expires:
+        n += cls(DICT_ENTRY, q) + 8
+    return float(n + 8)
+
+
+def touch(access: KeyAccess, value_bytes: float, key_len: int, expires: bool,
+          integer: bool = False, quantum16: bool = False) -> Touch:
+    """A group's ``Touch`` for string values of ``value_bytes`` (their mean)."""
+    embedded = integer or value_bytes <= EMBSTR_LIMIT
+    return Touch(access, dependent_loads(int(value_bytes), embedded, expires),
+                 footprint(int(value_bytes), embedded, expires, key_len),
+                 key_span(value_bytes, key_len, expires, integer, quantum16))
+
+
+def level_misses(touches: list[Touch], h: Hierarchy
+                 ) -> dict[str, tuple[list[float], float]]:
+    """Per level of ``h``: (each group's probability that a dependent load of a
+    key access misses it, the same for a uniformly random key)."""
+    out = {}
+    for name, size, holds in h.levels():
+        groups = [replace(t.access, key_bytes=t.lines if holds == LINES else t.span)
+                  for t in touches]
+        out[name] = miss_probabilities(groups, size)
+    return out
+
+
+def miss_cost(touches: list[Touch], h: Hierarchy) -> tuple[list[float], float]:
+    """(each group's expected miss cost per key access, the expected miss cost
+    of one dependent load of a uniformly random key), s."""
+    per = [0.0] * len(touches)
+    uniform = 0.0
+    if not touches:
+        return per, uniform
+    used = Hierarchy(h.l2, h.llc, h.tlb_reach, {k: v for k, v in h.penalty.items() if v != 0.0})
+    for name, (pg, pu) in level_misses(touches, used).items():
+        pen = used.penalty.get(name, 0.0)
+        if pen == 0.0:
+            continue
+        per = [c + t.loads * pen * p for c, t, p in zip(per, touches, pg, strict=True)]
+        uniform += pen * pu
+    return per, uniform
+
+
+def hierarchy(scenario: Any) -> Hierarchy:
+    """The scenario's ``host`` caches and ``engine.cpu.miss`` costs, s."""
+    from redsim.model.blueprint import US
+
+    m = scenario.engine.cpu.miss
+    host = scenario.host
+    return Hierarchy(float(host.l2), float(host.llc), float(host.tlb_reach),
+                     {"l2": m.l2 * US, "tlb": m.tlb * US, "llc": m.llc * US,
+                      "page-walk": m.page_walk * US})
+
+
+def group_touches(scenario: Any, key_lo: np.ndarray) -> list[Touch]:
+    """Each client group's ``Touch``: its rows, its key distribution, its
+    commands' share of the key accesses (its nominal rate, or its sources'
+    count for a closed loop), its keys' and values' sizes."""
+    from redsim.model.sizing import nominal_rate, write_ttl
+
+    q16 = scenario.engine.allocator_quantum == 16
+    expires = any(write_ttl(g) != float("inf") for g in scenario.clients)
+    out = []
+    for g, lo in zip(scenario.clients, key_lo, strict=True):
+        ks = g.keyspace
+        rate = nominal_rate(g) or float(g.processes * g.threads * g.pipeline)
+        hot = ks.hot
+        access = KeyAccess(int(lo), int(ks.keys), rate,
+                           zipf=ks.zipf_exponent if ks.distribution == "zipf" else None,
+                           hot_share=hot.share if hot else 0.0, hot_keys=hot.keys if hot else 0)
+        out.append(touch(access, float(g.value_size.mean), g.key_size, expires,
+                         integer=ks.integers, quantum16=q16))
+    return out
+
+
+def miss_deltas(scenario: Any, key_lo: Any = None) -> tuple[list[float], float]:
+    """(each group's miss cost per key access over the calibrated dataset's,
+    the same per dependent load of a sampled key), s, before ``engine.cpu.scale``.
+    ``key_lo``: the groups' first key rows (``collection.first_key_rows``)."""
+    if key_lo is None:
+        from redsim.model.collection import first_key_rows
+
+        key_lo = first_key_rows(scenario)
+    h = hierarchy(scenario)
+    per, uniform = miss_cost(group_touches(scenario, np.asarray(key_lo)), h)
+    q16 = scenario.engine.allocator_quantum == 16
+    on = scenario.engine.cpu.calibrated_on
+    (ref,), _ = miss_cost([touch(KeyAccess(0, on.keys, 1.0), on.value_size, on.key_size,
+                                 False, quantum16=q16)], h)
+    _, ref_uniform = miss_cost([touch(KeyAccess(0, on.eviction_keys, 1.0),
+                                      on.eviction_value_size, on.key_size, False,
+                                      quantum16=q16)], h)
+    return [c - ref for c in per], uniform - ref_uniform
+
+
+def configure(b) -> None:
+    """Each group's miss cost per key access and the samples' per key, over
+    the calibrated dataset's, scaled by ``engine.cpu.scale``. Needs
+    ``collection.configure`` (the groups' first rows)."""
+    from redsim.model import state as S
+    from redsim.model.blueprint import US, f64
+
+    cpu = b.scenario.engine.cpu
+    per, uniform = miss_deltas(b.scenario, b.part("gp")["key_lo"])
+    k = cpu.scale
+    b.fill("gp", miss_cpu=f64([c * k for c in per]))
+    # A dataset smaller than the calibrated one costs less, but a sample never
+    # less than nothing.
+    b.F[S.C_EV_SAMPLE_MISS] = max(EVICTION_SAMPLE_LOADS * uniform, -cpu.eviction_sample * US) * k
+    b.F[S.C_EXP_SAMPLE_MISS] = max(EXPIRY_SAMPLE_LOADS * uniform, -cpu.expire_sample * US) * k

@@ -62,6 +62,7 @@ from redsim.model.state import (
     C_EV_CHECK,
     C_EV_DELETE,
     C_EV_SAMPLE,
+    C_EV_SAMPLE_MISS,
     EV_POLICY,
     EV_SAMPLES,
     EV_TIME_LIMIT,
@@ -194,7 +195,7 @@ def pool_populate(w, use_expires):
                 idles[j] = idles[j + 1]
         keys[i] = k
         idles[i] = idle
-    return n * w.F[C_EV_SAMPLE]
+    return n * (w.F[C_EV_SAMPLE] + w.F[C_EV_SAMPLE_MISS])
 
 
 @leaf
@@ -215,7 +216,7 @@ def select_victim(w):
     if n == 0:
         return -1, 0.0
     if p == POLICY_ALLKEYS_RANDOM or p == POLICY_VOLATILE_RANDOM:
-        return sample(w, use_expires), w.F[C_EV_SAMPLE]
+        return sample(w, use_expires), w.F[C_EV_SAMPLE] + w.F[C_EV_SAMPLE_MISS]
     cpu = 0.0
     keys = w.ep_key
     while True:

@@ -34,6 +34,7 @@ from redsim.model.propagate import propagate_del
 from redsim.model.state import (
     C_EXP_DELETE,
     C_EXP_SAMPLE,
+    C_EXP_SAMPLE_MISS,
     EXP_CURSOR,
     EXP_EFFORT,
     EXP_LAST_FAST,
@@ -120,7 +121,7 @@ def active_expire_cycle(w, fast):
                 pos = 0
             k = w.ks_xdense[pos]
             sampled += 1
-            cpu += F[C_EXP_SAMPLE]
+            cpu += F[C_EXP_SAMPLE] + F[C_EXP_SAMPLE_MISS]
             if w.ks_expire[k] < now:
                 # The last entry moves into pos: look at pos again.
                 _, free_cpu = db_delete(w, k, I[LAZY_EXPIRE] == 1)

@@ -162,6 +162,12 @@ library gets numba's module-level optimisation (an ``entry``, or any function
 Python itself calls), False for a callee compiled while its caller is typed."""
 
 
+def _whole() -> bool:
+    """Whether the library being finished is compiled whole (``_own_module_pass``):
+    outside any kernel compile, or for an entry or a function Python calls."""
+    return not _own_module_pass or _own_module_pass[-1]
+
+
 def _optimize_final_module(self) -> None:
     """numba's module-level optimisation of a finished library (its code with
     every library it calls linked in), skipped for a kernel callee: the caller
@@ -171,7 +177,7 @@ def _optimize_final_module(self) -> None:
     one; the ``entry`` that Python calls optimises the whole program once.
     Numba's own libraries (overloads of numpy functions) compiled inside a
     callee are linked the same way."""
-    if not _own_module_pass or _own_module_pass[-1]:
+    if _whole():
         _numba_optimize_final_module(self)
 
 
@@ -191,7 +197,7 @@ def _finalize(self) -> None:
     carries every body for the caller's inliner, and an ``entry`` still has
     the whole program in its own machine code, which is what the cache keeps.
     Every other library is numba's ``finalize`` unchanged."""
-    if not _own_module_pass or _own_module_pass[-1]:
+    if _whole():
         return _numba_finalize(self)
     _codegen.require_global_compiler_lock()
     self._codegen._check_llvm_bugs()
@@ -295,7 +301,7 @@ class KernelDispatcher(CPUDispatcher):
         Python wrapper) is kept for the callers that link it but is not
         callable from Python: a Python call of that signature finds no match
         and compiles it with its wrappers (``compile``)."""
-        if _own_module_pass and not _own_module_pass[-1]:
+        if not _whole():
             args = tuple(cres.signature.args)
             self.overloads[args] = cres
             self._callee_only.add(args)
