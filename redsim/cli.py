@@ -309,6 +309,33 @@ def _size_arg(text: str) -> int:
     return n
 
 
+def _calibration_for(args, max_bytes: float):
+    """``--for SCENARIO``: the commands its groups send that redis-benchmark can
+    drive (SET always: the per-request fit's loads), and the dataset sweep of
+    its value sizes and keyspace; says what it leaves to the defaults."""
+    from redsim.calibrate import dataset
+    from redsim.calibrate.measure import BENCH_COMMANDS
+    from redsim.config.cost_sources import sent_commands
+
+    if args.commands != "SET,GET":
+        raise _UsageError("--for measures the scenario's own commands: leave out --commands")
+    scenario = _load(argparse.Namespace(scenario=args.for_scenario, set=[], calibration=None))
+    sent = sent_commands(scenario)
+    commands = tuple(["SET"] + [c for c in sent if c in BENCH_COMMANDS and c != "SET"])
+    sweep = dataset.for_scenario(scenario, max_bytes)
+    shapes = "; ".join(f"{v} B to {sizes[-1]:,} keys" for v, sizes in sweep.shapes())
+    print(f"--for {args.for_scenario}: commands {', '.join(commands)}; dataset sweep {shapes}")
+    left = [c for c in sent if c not in BENCH_COMMANDS]
+    if left:
+        print(f"  {', '.join(left)}: no redis-benchmark load drives them; they keep the "
+              "model's default costs (a run with this calibration names them)")
+    cut = [v for v, sizes in sweep.shapes() if sizes[-1] < sweep.sizes[-1]]
+    if cut:
+        print(f"  the {', '.join(f'{v} B' for v in cut)} sweep stops short of the scenario's "
+              f"{sweep.sizes[-1]:,} keys at --max-dataset {max_bytes / 2**30:.3g} GiB")
+    return commands, sweep
+
+
 def cmd_calibrate(args) -> int:
     from redsim.calibrate import ALL_PARTS, QUICK_PARTS, calibrate
     from redsim.live.server import RedisNotFound
@@ -346,6 +373,11 @@ def cmd_calibrate(args) -> int:
     if args.quick:
         parts = QUICK_PARTS
     commands = _commands(args.commands)
+    from redsim.calibrate import dataset
+
+    sweep = dataset.Sweep(max_bytes=args.max_dataset or dataset.MAX_DATASET)
+    if args.for_scenario:
+        commands, sweep = _calibration_for(args, sweep.max_bytes)
     print("redsim calibrate" + (" --quick: the per-request and per-command CPU costs only"
                                 if args.quick else "")
           + "; keys use the prefix redsim:calib: and are deleted at the end")
@@ -355,7 +387,7 @@ def cmd_calibrate(args) -> int:
                         commands=commands, reps=args.reps,
                         data_dir=Path(args.data_dir) if args.data_dir else None,
                         quick=args.quick, progress=False if args.no_progress else None,
-                        **({"max_dataset": args.max_dataset} if args.max_dataset else {}))
+                        sweep=sweep)
     except (RedisNotFound, PermissionError, ValueError) as exc:
         raise _UsageError(str(exc)) from None
     except (OSError, RuntimeError) as exc:  # the server went away, refused, a load failed
@@ -615,6 +647,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--scale-only", action="store_true",
                    help="only engine.cpu.scale: one saturated SET load against the model "
                         "with the reference host's costs (~5 s)")
+    c.add_argument("--for", dest="for_scenario", metavar="SCENARIO",
+                   help="measure what this scenario needs: its commands, and the dataset "
+                        "sweep at its value sizes up to its keyspace")
     c.add_argument("--max-dataset", type=_size_arg, default=None, metavar="SIZE",
                    help="memory the caches part's dataset sweep may fill on the server "
                         "(e.g. 4gb; default 2gb)")

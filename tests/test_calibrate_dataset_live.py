@@ -36,10 +36,10 @@ def test_a_dataset_beyond_the_caches_costs_more_per_get_and_every_get_hits():
 def test_calibrate_fits_the_miss_costs_of_the_levels_its_sweep_reaches(tmp_path):
     import yaml
 
-    from redsim.calibrate import calibrate, misses
+    from redsim.calibrate import calibrate, dataset, misses
 
     out = tmp_path / "caches.yaml"
-    calibrate(out, start=True, parts=("caches",), reps=1, max_dataset=100 << 20,
+    calibrate(out, start=True, parts=("caches",), reps=1, sweep=dataset.Sweep(max_bytes=100 << 20),
               progress=False, say=lambda _: None)
     values = yaml.safe_load(out.read_text())["values"]
     # 100 MiB: 3-byte values up to 1 M keys, ~100 MB of span and ~200 MB of

@@ -91,6 +91,42 @@ def test_the_sweep_stops_at_the_memory_it_may_fill():
     big = dataset.sweep_sizes(4096, 2 << 30)
     assert big[:2] == (10_000, 100_000) and 350_000 < big[2] < 500_000
     assert dataset.sweep_sizes(3, 2 << 30) == dataset.SIZES
-    step = plan.caches_step(3, 2 << 30)
+    step = plan.caches_step(3, dataset.Sweep(max_bytes=2 << 30))
     assert step.part == "caches" and step.units == len(dataset.VALUE_SIZES)
     assert "10,000,000 keys" in step.how
+
+
+def test_a_sweep_for_a_scenario_measures_its_value_sizes_up_to_its_keyspace():
+    from redsim.config import load_scenario
+
+    def group(v, keys):
+        return {"kind": "open", "rate": 10, "mix": {"GET": 1}, "value-size": v,
+                "keyspace": {"keys": keys, "preload": 0}}
+
+    sc = load_scenario({"name": "t", "duration": 1, "clients": [
+        group(100, 2_000_000), group(1000, 50_000), group(10, 10_000), group(5000, 1000)]})
+    spec = dataset.for_scenario(sc)
+    # Four means: the smallest, the largest, and the one nearest their geometric
+    # middle, sqrt(10 x 5000) = 224: 100.
+    assert spec.value_sizes == (10, 100, 5000)
+    # The default sizes below the largest keyspace, then the keyspace itself.
+    assert spec.sizes == (10_000, 100_000, 1_000_000, 2_000_000)
+    # 5000-B values (~5.7 KB a key with growth): 2 GiB holds ~370 K of them.
+    assert dict(spec.shapes())[5000][-1] < 2_000_000
+
+
+def test_calibrate_for_names_the_commands_it_cannot_drive(capsys):
+    import argparse
+
+    from redsim.cli import _calibration_for
+
+    # collection-eviction.yaml: a hash group (HSET, HGET, HGETALL) over 200,000
+    # hashes of 40-B fields, and a GET/SET group over 100,000 keys of 128 B.
+    path = "scenarios/collection-eviction.yaml"
+    args = argparse.Namespace(for_scenario=path, commands="SET,GET")
+    commands, spec = _calibration_for(args, 2 << 30)
+    out = capsys.readouterr().out
+    assert commands == ("SET", "GET", "HGET", "HSET")
+    assert spec.value_sizes == (40, 128) and spec.sizes == (10_000, 100_000, 200_000)
+    # redis-benchmark has no HGETALL load: it keeps the default and is named.
+    assert "HGETALL: no redis-benchmark load drives them" in out

@@ -190,3 +190,15 @@ def test_a_loads_repetitions_are_kept_and_combined_per_calibration():
     out = fragment.combine(docs, {})["measurements"][0]
     # Combined: one value per calibration, as `value` (their median) and `spread`.
     assert out["values"] == [30.0, 36.0] and out["value"] == 33.0 and out["n"] == 2
+
+
+def test_the_clients_costs_per_batch_and_per_further_command():
+    from redsim.calibrate.solver import client_costs
+
+    # A client that spends 8 µs per batch and 0.2 µs per command: 8.2 µs per
+    # request at P=1, 8/16 + 0.2 = 0.7 at P=16. client-cpu (a batch of one) is
+    # 8.2, each further command 0.2.
+    batch, per_command = client_costs([(1, 8.2), (16, 0.7)])
+    assert batch == pytest.approx(8.2) and per_command == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="two pipeline depths"):
+        client_costs([(16, 0.7), (16, 0.8)])

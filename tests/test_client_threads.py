@@ -52,6 +52,19 @@ def test_a_busy_client_thread_is_the_bottleneck_at_one_request_per_client_cpu():
     assert two["throughput_rps"] > 1.5 * r["throughput_rps"]
 
 
+def test_a_pipelined_batch_costs_the_client_its_cpu_and_each_further_commands():
+    # 50 connections at pipeline 16 on one client thread: a batch costs
+    # client-cpu + 15 x client-cpu-per-command = 11 + 15 x 0.4 = 17 us, so the
+    # thread completes a batch (a request of 16 commands) per 17 us: 58.8K
+    # requests/s, 941K commands/s. Redis's share per command is 0.52 + 0.02
+    # (GET, its bytes) + (1.5 + 2.25) / 16 = 0.77 us (1.3 M/s): the client is
+    # the limit, as redis-benchmark -P 16 on one thread is.
+    r = simulate(load_scenario(_group(processes=50, pipeline=16,
+                                      **{"client-cpu-per-command": 0.4})), seed=1).summary
+    assert r["throughput_rps"] == pytest.approx(1 / 17e-6, rel=0.02)
+    assert r["ops_per_sec"] == pytest.approx(16 / 17e-6, rel=0.02)
+
+
 def test_a_fork_child_takes_the_cores_the_client_and_redis_share():
     # 2 cores, no network work (loopback's is in both sides' syscall costs), 50
     # connections on one client thread: before the BGSAVE the client thread and

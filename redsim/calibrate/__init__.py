@@ -75,7 +75,7 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
               start: bool = False, can_write: bool = False,
               parts: tuple[str, ...] = ALL_PARTS, commands: tuple[str, ...] = ("SET", "GET"),
               reps: int = 3, data_dir: Path | None = None, quick: bool = False,
-              max_dataset: float = dataset.MAX_DATASET, progress: bool | None = None,
+              sweep: dataset.Sweep = dataset.DEFAULT_SWEEP, progress: bool | None = None,
               say: Callable[[str], None] = print) -> dict[str, Any]:
     """Measure a server and write the calibration file ``out`` (and the fsync
     samples beside it, ``<name>.fsync.csv``). Returns the calibration document;
@@ -92,7 +92,9 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
         data_dir: where to probe fsync (default: the server's ``dir`` when local).
         quick: the per-request and per-command CPU costs only (``parts`` must
             be ``QUICK_PARTS``); the file says that it lacks the other parts.
-        max_dataset: bytes of ``used_memory`` the caches part's sweep may reach.
+        sweep: what the caches part's dataset sweep measures (value sizes, key
+            counts, the memory it may fill; ``dataset.for_scenario`` for
+            ``--for``).
         progress: progress bars on stderr within long steps (None: when stderr
             is a terminal); the lines saying when each step starts and ends go
             to ``say`` either way.
@@ -116,7 +118,7 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
             target.data_dir = Path(data_dir)
         cpu = measure.CPU_FULL
         steps = plan.plan(parts, commands, reps, cpu, local=target.pid is not None,
-                          data_dir=target.data_dir is not None, max_dataset=max_dataset)
+                          data_dir=target.data_dir is not None, sweep=sweep)
         if "cpu" in parts:
             steps = _compile_first() + steps
         target.progress = plan.Progress(steps, say, progress)
@@ -127,8 +129,7 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
             say("not measured (a scenario using the file keeps the model's defaults for "
                 "them): " + ", ".join(missing))
         return _run(target, out, parts, commands, reps, t0, started=started,
-                    data_dir_given=data_dir is not None, cpu=cpu, quick=quick,
-                    max_dataset=max_dataset)
+                    data_dir_given=data_dir is not None, cpu=cpu, quick=quick, sweep=sweep)
 
 
 @contextlib.contextmanager
@@ -235,7 +236,7 @@ def _ensure_compiled(t: measure.Target, bars: bool | None) -> None:
 def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[str, ...],
          reps: int, t0: float, started: bool, data_dir_given: bool = False,
          cpu: measure.CpuSettings = measure.CPU_FULL, quick: bool = False,
-         max_dataset: float = dataset.MAX_DATASET) -> dict[str, Any]:
+         sweep: dataset.Sweep = dataset.DEFAULT_SWEEP) -> dict[str, Any]:
     info = t.client.info("server")
     if not t.can_write:
         blocked = [p for p in parts if p in WRITE_PARTS or p in ("cpu", "caches", "memory")]
@@ -258,7 +259,7 @@ def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[s
                                       model_version=replay.model_version_of(
                                           str(info.get("redis_version", ""))))
         if "caches" in parts:
-            caches_ms, caches_extra, why = _caches(t, out, reps, max_dataset)
+            caches_ms, caches_extra, why = _caches(t, out, reps, sweep)
             ms += caches_ms
             extra.update(caches_extra)
             if why:
@@ -316,7 +317,7 @@ def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[s
     return doc
 
 
-def _caches(t: measure.Target, out: Path, reps: int, max_dataset: float
+def _caches(t: measure.Target, out: Path, reps: int, spec: dataset.Sweep
             ) -> tuple[list[measure.Measurement], dict[str, Any], str | None]:
     """The caches part: the dataset sweep (its points in ``<name>.dataset.csv``
     beside ``out``), the host's cache sizes (from sysfs, for a local server)
@@ -329,7 +330,7 @@ def _caches(t: measure.Target, out: Path, reps: int, max_dataset: float
     llc = sizes.get("llc", Host.model_fields["llc"].default)
     tlb = Host.model_fields["tlb_reach"].default
     with measure._step(t, "caches") as bar:
-        points = dataset.sweep(t, max_bytes=max_dataset, reps=reps, bar=bar)
+        points = dataset.sweep(t, spec, reps=reps, bar=bar)
     csv_path = out.with_name(out.stem + ".dataset.csv")
     dataset.write_csv(points, csv_path)
     try:

@@ -123,15 +123,47 @@ def sweep_sizes(value_size: int, max_bytes: float, sizes: tuple[int, ...] = SIZE
     return fit + ((most,) if 2 * fit[-1] <= most < max(sizes) else ())
 
 
-def sweep(t: Target, value_sizes: tuple[int, ...] = VALUE_SIZES, max_bytes: float = MAX_DATASET,
-          reps: int = 3, bar: Any = None) -> list[DatasetPoint]:
-    """``measure`` at each value size over ``sweep_sizes``, the calibration's
-    keys deleted before each value size and after the last."""
+@dataclass(frozen=True)
+class Sweep:
+    """What the dataset sweep measures: value sizes, bytes, and the key counts
+    it may reach (each cut to the memory it may fill, ``sweep_sizes``)."""
+
+    value_sizes: tuple[int, ...] = VALUE_SIZES
+    sizes: tuple[int, ...] = SIZES
+    max_bytes: float = MAX_DATASET
+
+    def shapes(self) -> list[tuple[int, tuple[int, ...]]]:
+        """(value size, key counts) in the order they are measured."""
+        return [(v, sweep_sizes(v, self.max_bytes, self.sizes)) for v in self.value_sizes]
+
+
+DEFAULT_SWEEP = Sweep()
+"""``redsim calibrate``'s sweep without ``--for`` or ``--max-dataset``."""
+
+
+def for_scenario(scenario: Any, max_bytes: float = MAX_DATASET) -> Sweep:
+    """The sweep a scenario needs (``redsim calibrate --for``): its string
+    groups' mean value sizes (rounded to the byte, at most three: the
+    smallest, the largest and the one nearest their geometric middle), and key
+    counts from the default sweep's up to its largest keyspace, which ends it."""
+    means = sorted({max(0, round(g.value_size.mean)) for g in scenario.clients})
+    if len(means) > 3:
+        mid = min(means[1:-1], key=lambda v: abs(v - (max(means[0], 1) * means[-1]) ** 0.5))
+        means = [means[0], mid, means[-1]]
+    keys = max(g.keyspace.keys for g in scenario.clients)
+    sizes = tuple(n for n in SIZES if n < keys) + (keys,)
+    return Sweep(tuple(means), sizes, max_bytes)
+
+
+def sweep(t: Target, spec: Sweep | None = None, reps: int = 3, bar: Any = None
+          ) -> list[DatasetPoint]:
+    """``measure`` at each value size of ``spec`` over its key counts, the
+    calibration's keys deleted before each value size and after the last."""
     points: list[DatasetPoint] = []
     try:
-        for v in value_sizes:
+        for v, sizes in (spec or DEFAULT_SWEEP).shapes():
             load.delete_prefix(t.client)
-            points += measure(t, sweep_sizes(v, max_bytes), value_size=v, reps=reps)
+            points += measure(t, sizes, value_size=v, reps=reps)
             if bar is not None:
                 bar.update()
     finally:
@@ -157,5 +189,6 @@ def write_csv(points: list[DatasetPoint], path: Path) -> None:
             w.writerow(asdict(p))
 
 
-__all__ = ["DatasetPoint", "LOADS", "MAX_DATASET", "SIZES", "VALUE_SIZES", "measure", "medians",
-           "populate", "sweep", "sweep_sizes", "write_csv"]
+__all__ = ["DEFAULT_SWEEP", "DatasetPoint", "LOADS", "MAX_DATASET", "SIZES", "Sweep",
+           "VALUE_SIZES", "for_scenario", "measure", "medians", "populate", "sweep",
+           "sweep_sizes", "write_csv"]

@@ -284,6 +284,31 @@ def _median_point(pts: list[solver.CpuPoint]) -> solver.CpuPoint:
                            None if None in s else statistics.median(s))  # type: ignore[arg-type]
 
 
+CLIENT_CONNECTIONS_LOADED = 50
+"""The loads whose redis-benchmark CPU gives the client's costs: 50 connections,
+where its one thread is busy (a lone connection's sleeps between replies
+would add a wake-up per request)."""
+
+
+def client_measurements(client: dict[CpuLoad, list[float]], reps: int) -> list[Measurement]:
+    """redis-benchmark's own CPU per batch and per further command (evidence: a
+    group's ``client-cpu`` and ``client-cpu-per-command`` are the scenario's),
+    from its CPU per request (µs) under the loads of ``CLIENT_CONNECTIONS_LOADED``
+    connections, medians over repetitions; none if under two pipeline depths."""
+    pts = [(ld.pipeline, statistics.median(v)) for ld, v in client.items()
+           if ld.clients == CLIENT_CONNECTIONS_LOADED and v and all(map(math.isfinite, v))]
+    try:
+        batch, per_command = solver.client_costs(pts)
+    except ValueError:
+        return []
+    how = ("redis-benchmark's own CPU (getrusage of the finished child) per SET at "
+           + ", ".join(f"c={CLIENT_CONNECTIONS_LOADED} P={p}: {y:.3g} µs" for p, y in pts)
+           + f", medians of {reps}; least squares y = a/P + b. A same-host group driven by "
+           "redis-benchmark on this host: client-cpu = a + b, client-cpu-per-command = b")
+    return [Measurement("client.cpu_per_batch", batch, "us", 0.0, reps, how),
+            Measurement("client.cpu_per_command", per_command, "us", 0.0, reps, how)]
+
+
 def measure_cpu(t: Target, commands: list[str], reps: int = 3,
                 settings: CpuSettings = CPU_FULL,
                 model_version: str | None = None) -> list[Measurement]:
@@ -299,6 +324,7 @@ def measure_cpu(t: Target, commands: list[str], reps: int = 3,
     fits: list[solver.RequestCosts] = []
     per_load: dict[CpuLoad, list[solver.CpuPoint]] = {ld: [] for ld in loads + checks}
     rates: dict[CpuLoad, list[float]] = {ld: [] for ld in loads + checks}
+    client: dict[CpuLoad, list[float]] = {ld: [] for ld in loads + checks}
     with _step(t, "cpu.loads") as bar:
         for _ in range(reps):
             pts = []
@@ -306,11 +332,16 @@ def measure_cpu(t: Target, commands: list[str], reps: int = 3,
                 p, bench = cpu_point(t, "SET", ld)
                 per_load[ld].append(p)
                 rates[ld].append(bench.rps if bench is not None else math.nan)
+                if bench is not None:
+                    client[ld].append(bench.client_cpu_s / ld.requests * 1e6)
                 if ld in loads:
                     pts.append(p)
                 bar.update()
             fits.append(solver.fit_request_costs(_fittable(pts)))
     medians = {ld: _median_point(v) for ld, v in per_load.items()}
+    client_ms = client_measurements(client, reps)
+    for m in client_ms:
+        t.say(f"  {m.name}: {m.value:.3g} µs (redis-benchmark's own CPU)")
     kept = _fittable([medians[ld] for ld in loads], t.say)
     mean = solver.fit_request_costs(kept)
     how = ("redis-benchmark SET (3-byte values) at " + ", ".join(
@@ -372,6 +403,7 @@ def measure_cpu(t: Target, commands: list[str], reps: int = 3,
             "cpu.wakeup", max(mean.wake_us - iteration, 0.0), "us",
             solver.spread([f.wake_us for f in fits]), reps,
             f"W minus engine.cpu.iteration ({iteration:g} us): " + how, "engine.cpu.wakeup"))
+    out += client_ms
     for ld, pts in per_load.items():
         m = medians[ld]
         out.append(Measurement(

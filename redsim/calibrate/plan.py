@@ -206,22 +206,22 @@ def cpu_steps(commands: tuple[str, ...], reps: int, cpu: measure.CpuSettings,
     return steps
 
 
-def caches_step(reps: int, max_dataset: float, speed: HostSpeed = REFERENCE) -> Step:
+def caches_step(reps: int, spec: dataset.Sweep = dataset.DEFAULT_SWEEP,
+                speed: HostSpeed = REFERENCE) -> Step:
     """The caches part: its dataset sweep (``dataset.sweep``), one bar unit per
     value size."""
     total = 0.0
     shapes = []
-    for v in dataset.VALUE_SIZES:
-        sizes = dataset.sweep_sizes(v, max_dataset)
+    for v, sizes in spec.shapes():
         shapes.append(f"{v} B: {', '.join(f'{n:,}' for n in sizes)} keys")
         total += sizes[-1] / speed.populate_keys_per_s + speed.unlink_s(sizes[-1])
         total += len(sizes) * reps * 2 * sum(speed.bench_s(ld) for ld in dataset.LOADS)
     loads = _loads_text(dataset.LOADS)
     return Step("caches", "caches", "CPU against the dataset's size",
                 "main-thread CPU per GET and SET as the dataset outgrows the CPU's caches: "
-                "the miss costs", f"{'; '.join(shapes)} (up to {max_dataset / 2**30:.3g} "
+                "the miss costs", f"{'; '.join(shapes)} (up to {spec.max_bytes / 2**30:.3g} "
                 f"GiB); GET and SET at {loads} x {reps}", total,
-                len(dataset.VALUE_SIZES), "value size")
+                len(spec.value_sizes), "value size")
 
 
 def part_steps(part: str, speed: HostSpeed = REFERENCE) -> list[Step]:
@@ -272,17 +272,17 @@ def part_steps(part: str, speed: HostSpeed = REFERENCE) -> list[Step]:
 def plan(parts: tuple[str, ...], commands: tuple[str, ...], reps: int,
          cpu: measure.CpuSettings = measure.CPU_FULL, *, local: bool = True,
          data_dir: bool = True, speed: HostSpeed = REFERENCE,
-         max_dataset: float = dataset.MAX_DATASET) -> list[Step]:
+         sweep: dataset.Sweep = dataset.DEFAULT_SWEEP) -> list[Step]:
     """The steps of a calibration of ``parts`` (in the order it runs them);
     ``local``: the server runs on this machine (its sleeps can be counted);
     ``data_dir``: a directory to probe the disk in is known (else no disk step);
-    ``max_dataset``: the bytes the caches part's sweep may reach."""
+    ``sweep``: what the caches part's dataset sweep measures."""
     steps: list[Step] = []
     for part in parts:
         if part == "cpu":
             steps += cpu_steps(commands, reps, cpu, local, speed)
         elif part == "caches":
-            steps.append(caches_step(reps, max_dataset, speed))
+            steps.append(caches_step(reps, sweep, speed))
         elif part != "disk" or data_dir:
             steps += part_steps(part, speed)
     return steps

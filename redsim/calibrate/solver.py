@@ -193,6 +193,18 @@ def fork_cost(rss_bytes: Sequence[float], fork_s: Sequence[float]) -> tuple[floa
     return fixed, per_gb
 
 
+def client_costs(points: Sequence[tuple[int, float]]) -> tuple[float, float]:
+    """A load generator's CPU per request batch of one command and per further
+    command, µs, from (pipeline, its CPU per request) at two or more depths:
+    least squares of ``y = a/P + b``; returns (a + b, b), ``client-cpu`` and
+    ``client-cpu-per-command``."""
+    if len({p for p, _ in points}) < 2:
+        raise ValueError("the client's costs need loads at two pipeline depths or more")
+    a_mat = np.array([[1.0 / p, 1.0] for p, _ in points])
+    (a, b), *_ = np.linalg.lstsq(a_mat, np.array([y for _, y in points]), rcond=None)
+    return float(a + b), float(b)
+
+
 def nnls(a: np.ndarray, b: np.ndarray, max_iter: int = 0) -> np.ndarray:
     """x ≥ 0 minimising ‖a·x − b‖₂: Lawson and Hanson's active-set method
     (Solving Least Squares Problems, 1974, ch. 23), for the few columns of a

@@ -29,7 +29,7 @@ _PER_REQUEST = ("read", "write", "wakeup")
 """The per-request costs a calibration fits (``engine.cpu``)."""
 
 
-def _sent(scenario: Any) -> list[str]:
+def sent_commands(scenario: Any) -> list[str]:
     """The commands the scenario's groups send (their mixes; traces say theirs
     only when read, so they are left out)."""
     return sorted({m.command.upper() for g in scenario.clients for m in (g.mix or ())})
@@ -68,7 +68,7 @@ def _source_notes(scenario: Any) -> list[str]:
     """Whose costs the run uses."""
     cpu = scenario.engine.cpu
     costed = {name.upper() for name in cpu.commands}
-    missing = [c for c in _sent(scenario) if c not in costed]
+    missing = [c for c in sent_commands(scenario) if c not in costed]
     if scenario.calibration:
         name = Path(scenario.calibration).name
         if "scale" in cpu.model_fields_set and not costed and not (
@@ -90,4 +90,4 @@ def _source_notes(scenario: Any) -> list[str]:
     return []
 
 
-__all__ = ["REFERENCE_HOST", "cost_notes", "miss_note"]
+__all__ = ["REFERENCE_HOST", "cost_notes", "miss_note", "sent_commands"]

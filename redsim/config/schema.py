@@ -1917,9 +1917,18 @@ class ClientGroup(_Model):
     request written, by one of ``client-threads`` at ``client-cpu`` per request,
     and with ``host.cores`` those threads share the cores with Redis."""
     client_cpu: CostUs = 11.0
-    """same-host: CPU a client thread spends per request (reading the reply,
-    writing the next request), µs. Measured: redis-benchmark 7.0 on the reference
-    2-vCPU VM, GET or SET at 50 connections, 11.0-11.1 µs per request."""
+    """same-host: CPU a client thread spends per request batch of one command
+    (reading the reply, writing the next request), µs. Measured: redis-benchmark
+    7.0 on the reference 2-vCPU VM, GET or SET at 50 connections, 11.0-11.1 µs
+    per request at pipeline 1. ``redsim calibrate`` measures redis-benchmark's
+    on your host (``client.cpu_per_batch``, evidence in the file)."""
+    client_cpu_per_command: CostUs = 0.15
+    """same-host: CPU per further command of a pipelined batch (parsing one more
+    reply, formatting one more request), µs: a batch of P commands costs
+    ``client-cpu`` + (P − 1) × this. redis-benchmark 7.0 on the 2-vCPU Intel
+    VM (GET and SET, 50 connections, pipeline 1, 4 and 16, 3 runs each,
+    2026-11-28): 6.9-8.2 µs per batch and 0.08-0.17 µs per further command;
+    ``redsim calibrate`` measures it (``client.cpu_per_command``)."""
     client_threads: PositiveInt = 1
     """same-host: the client's threads doing that work (redis-benchmark
     ``--threads``, memtier ``-t``); connection c is thread c mod n's."""

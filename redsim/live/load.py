@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import socket
 import subprocess
 import time
@@ -34,6 +35,8 @@ class BenchResult:
     rps: float
     p50_ms: float
     p99_ms: float
+    client_cpu_s: float = math.nan
+    """redis-benchmark's own CPU (user + system, all its threads), s."""
 
 
 def key_pattern(prefix: str = PREFIX) -> str:
@@ -55,8 +58,10 @@ def redis_benchmark(host: str, port: int, command: list[str], *, clients: int = 
     """
     args = [find_redis("redis-benchmark"), "-h", host, "-p", str(port), "-c", str(clients),
             "-P", str(pipeline), "-n", str(requests), "-r", str(keyspace), "--csv", *command]
+    before = _children_cpu_s()
     proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout_s,
                           stdin=subprocess.DEVNULL)
+    client_cpu = _children_cpu_s() - before
     rows = [r for r in csv.reader(io.StringIO(proc.stdout)) if len(r) >= 7]
     if proc.returncode != 0 or len(rows) < 2:
         raise RuntimeError(f"redis-benchmark failed (exit {proc.returncode}): "
@@ -66,7 +71,16 @@ def redis_benchmark(host: str, port: int, command: list[str], *, clients: int = 
     return BenchResult(command=" ".join(command[:1]), clients=clients, pipeline=pipeline,
                        requests=requests, rps=float(row[col["rps"]]),
                        p50_ms=float(row[col["p50_latency_ms"]]),
-                       p99_ms=float(row[col["p99_latency_ms"]]))
+                       p99_ms=float(row[col["p99_latency_ms"]]), client_cpu_s=client_cpu)
+
+
+def _children_cpu_s() -> float:
+    """CPU s of this process's finished children (``getrusage(RUSAGE_CHILDREN)``):
+    the difference around a ``subprocess.run`` is that child's own CPU."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def fill(client: Any, n: int, value_size: int, *, prefix: str = PREFIX, start: int = 0,

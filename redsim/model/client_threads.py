@@ -13,8 +13,9 @@ then writes the next requests, in the same order: redis-benchmark's
 fires at the next poll, so a pass's requests leave together after its reads.
 That burst is what lets Redis find several clients ready at once — and start
 its I/O threads (``io_threads.py``) — where one write per reply would not.
-A request costs ``client-cpu`` CPU s: 30 % reading its reply, 70 % writing the
-next (``CLIENT_READ_SHARE``). ``perf record -g`` of redis-benchmark ``-c 50``
+A request batch (a connection's ``pipeline`` commands) costs ``client-cpu`` +
+(pipeline − 1) × ``client-cpu-per-command`` CPU s: 30 % reading its replies,
+70 % writing the next (``CLIENT_READ_SHARE``). ``perf record -g`` of redis-benchmark ``-c 50``
 GET on the reference VM: ``send`` 48 % of its CPU (on loopback the write also
 runs the receiver's TCP input in softirq), ``epoll_ctl`` 34 % (two per
 handler: ``resetClient`` deletes the read event and adds the write event, the
@@ -71,7 +72,8 @@ FIELDS = (
     ("F", "CLI_BUSY", "f8", "s", "counter",
      "wall s the same-host client threads have worked since the start, summed over threads"),
     ("gp", "cli_cpu", "f8", "s", "config",
-     "CPU a same-host client thread spends per request (client-cpu), s; 0: a remote group"),
+     "CPU a same-host client thread spends per request batch (client-cpu, and "
+     "client-cpu-per-command per further command), s; 0: a remote group"),
     ("gp", "cli_first", "i8", "-", "config", "the group's first client thread (ct row)"),
     ("gp", "cli_n", "i8", "-", "config", "the group's client threads (client-threads)"),
     ("ct", "clock", "f8", "s", "state", "when the client thread is next free, s"),
@@ -142,7 +144,8 @@ def configure(b) -> None:
     total = 0
     for grp in b.scenario.clients:
         same = grp.placement == "same-host"
-        cpu.append(grp.client_cpu * US * b.scenario.engine.cpu.scale if same else 0.0)
+        batch = grp.client_cpu + (grp.pipeline - 1) * grp.client_cpu_per_command
+        cpu.append(batch * US * b.scenario.engine.cpu.scale if same else 0.0)
         first.append(total)
         n.append(grp.client_threads if same else 1)
         total += grp.client_threads if same else 0
