@@ -413,8 +413,11 @@ def cmd_validate_model(args) -> int:
     from redsim.validation import validate
 
     try:
+        if args.defaults and args.scale_only:
+            raise _UsageError("--defaults and --scale-only: choose one")
         rows = validate(Path(args.out), quick=args.quick, calibrate=not args.defaults,
-                        only=tuple(args.only.split(",")) if args.only else ())
+                        only=tuple(args.only.split(",")) if args.only else (),
+                        scale_only=args.scale_only)
     except (RedisNotFound, ValueError) as exc:
         raise _UsageError(str(exc)) from None
     return 0 if all(r.passed for r in rows) else 1
@@ -663,6 +666,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the CPU and memory subset CI runs (< 3 min)")
     vm.add_argument("--defaults", action="store_true",
                     help="the model's defaults, not a calibration on the server")
+    vm.add_argument("--scale-only", action="store_true",
+                    help="the defaults scaled to the server by `redsim calibrate "
+                         "--scale-only`, not a full calibration")
     vm.add_argument("--only", help="comma-separated experiment names")
     vm.set_defaults(func=cmd_validate_model)
     sw = sub.add_parser("sweep", help="run every point x replication of a sweep file")

@@ -99,16 +99,16 @@ corrections (the rate then within ~1 % of the real one)."""
 
 def run_matched(base: dict[str, Any], clients: int, pipeline: int, rate: float,
                 command: str = "SET", value_size: int = 3, saturate: bool = False,
-                runs: int = MATCHING_RUNS):
-    """Run ``base`` (a ``scenario()``) with redis-benchmark's load at the real
-    ``rate`` (commands/s), correcting the think time ``runs`` - 1 times;
-    ``saturate``: think 0 (the server sets the rate), one run. Returns the last
-    Result."""
+                runs: int = MATCHING_RUNS, keys: int = 100_000):
+    """Run ``base`` (a ``scenario()``) with redis-benchmark's load (``-r keys``)
+    at the real ``rate`` (commands/s), correcting the think time ``runs`` - 1
+    times; ``saturate``: think 0 (the server sets the rate), one run. Returns
+    the last Result."""
     think = 0.0 if saturate else max(clients * pipeline / rate - LOOPBACK_RTT_S, 0.0)
     result = None
     for _ in range(1 if saturate else runs):
         sc = merge(base, {"clients": [bench_group(clients, pipeline, think, command,
-                                                  value_size)]})
+                                                  value_size, keys)]})
         result = run(sc)
         x = result.summary["ops_per_sec"]
         if saturate or x <= 0:

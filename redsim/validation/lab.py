@@ -83,11 +83,12 @@ class Lab:
 
     def model_matched(self, clients: int, pipeline: int, rate: float, command: str = "SET",
                       value_size: int = 3, extra: dict[str, Any] | None = None,
-                      saturate: bool = False):
-        """Run the model with redis-benchmark's load at the real ``rate`` (commands/s);
-        ``saturate``: think 0 (the server sets the rate). Returns the last Result."""
+                      saturate: bool = False, keys: int = 100_000):
+        """Run the model with redis-benchmark's load (``-r keys``) at the real
+        ``rate`` (commands/s); ``saturate``: think 0 (the server sets the rate).
+        Returns the last Result."""
         return replay.run_matched(self.scenario(**(extra or {})), clients, pipeline, rate,
-                                  command, value_size, saturate)
+                                  command, value_size, saturate, keys=keys)
 
 
 def mean_cv(values: list[float]) -> tuple[float, float]:

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from redsim.live.server import RedisServer
 from redsim.validation.experiments import CPU_REPS, EXPERIMENTS, Experiment, Real
+from redsim.validation.held_out import HELD_OUT
 from redsim.validation.lab import Lab, mean_cv
 
 CALIBRATION_REPS = CPU_REPS
@@ -198,16 +199,20 @@ def run_experiment(lab: Lab, exp: Experiment, before: Real | None = None,
 
 
 def validate(out: Path, *, quick: bool = False, calibrate: bool = True,
-             only: tuple[str, ...] = (), say: Callable[[str], None] = print) -> list[Row]:
+             only: tuple[str, ...] = (), scale_only: bool = False,
+             say: Callable[[str], None] = print) -> list[Row]:
     """Run the experiments (all, or the quick subset, or ``only`` those) and write
-    ``out/validation.csv``, ``out/validation.md`` and ``out/<name>.png``."""
+    ``out/validation.csv``, ``out/validation.md`` and ``out/<name>.png``;
+    ``scale_only``: the model's defaults scaled by ``redsim calibrate
+    --scale-only`` on the server, instead of a full calibration."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    chosen = [e for e in EXPERIMENTS if (not only or e.name in only) and (not quick or e.quick)]
-    unknown = sorted(set(only) - {e.name for e in EXPERIMENTS})
+    every = EXPERIMENTS + HELD_OUT
+    chosen = [e for e in every if (not only or e.name in only) and (not quick or e.quick)]
+    unknown = sorted(set(only) - {e.name for e in every})
     if unknown:
         raise ValueError(f"unknown experiment(s) {unknown}; known: "
-                         + ", ".join(e.name for e in EXPERIMENTS))
+                         + ", ".join(e.name for e in every))
     rows: list[Row] = []
     t0 = time.monotonic()
     with RedisServer() as server:
@@ -227,7 +232,14 @@ def validate(out: Path, *, quick: bool = False, calibrate: bool = True,
                     except Exception:  # noqa: BLE001 - measured again after, reported there
                         traceback.print_exc()
         cal = None
-        if calibrate:
+        if calibrate and scale_only:
+            from redsim.calibrate import calibrate_scale
+
+            cal = out / "calibration.yaml"
+            say("scaling the model's defaults to this server (redsim calibrate --scale-only)")
+            calibrate_scale(cal, host=server.host, port=server.port, can_write=True,
+                            progress=False, say=lambda m: say("  " + m))
+        elif calibrate:
             from redsim.calibrate import calibrate as run_calibration
 
             cal = out / "calibration.yaml"
@@ -238,7 +250,9 @@ def validate(out: Path, *, quick: bool = False, calibrate: bool = True,
                             reps=CALIBRATION_REPS, say=lambda m: say("  " + m))
         lab.calibration = cal
         pooled = _calibration_repetitions(cal) if cal is not None else {}
-        header = (f"Redis {version} (Debian package), {'calibrated on it' if cal else 'defaults'}"
+        how = ("the defaults scaled to it (--scale-only)" if cal and scale_only
+               else "calibrated on it" if cal else "defaults")
+        header = (f"Redis {version} (Debian package), {how}"
                   f", {_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d}")
         for exp in chosen:
             say(f"{exp.name}: {exp.title}")
