@@ -149,3 +149,36 @@ def test_a_zipf_hot_set_pays_far_less_than_uniform_access_to_the_same_keys():
     (u,), _ = cc.miss_cost([uniform], HIER)
     (z,), _ = cc.miss_cost([skewed], HIER)
     assert z < 0.5 * u
+
+
+def test_redis8_prefetching_overlaps_a_batchs_misses_but_not_the_ttl_dicts():
+    # Five loads (a raw value) and no TTLs: all prefetched, 10 in flight at once:
+    # 1/10 of their cost. Seven loads (TTLs): the expires dict's two in full,
+    # the other five at 1/10: (2 + 0.5) / 7.
+    raw = cc.touch(cc.KeyAccess(0, 10**6, 1.0), 64, 16, False)
+    ttl = cc.touch(cc.KeyAccess(0, 10**6, 1.0), 64, 16, True)
+    assert cc.PREFETCH_OVERLAP == 10
+    assert cc.prefetched_share(raw) == pytest.approx(0.1)
+    assert cc.prefetched_share(ttl) == pytest.approx(2.5 / 7)
+
+
+def test_only_redis8_io_threads_prefetch():
+    from redsim.config import load_scenario
+
+    def sc(model, n):
+        return load_scenario({"name": "t", "duration": 1, "server": {"io-threads": n},
+                              "engine": {"io-threads-model": model},
+                              "clients": [{"kind": "open", "rate": 10, "mix": {"GET": 1},
+                                           "keyspace": {"keys": 10**6, "preload": 0}}]})
+
+    assert cc.prefetched(sc("async", 4))
+    assert not cc.prefetched(sc("async", 1)) and not cc.prefetched(sc("sync", 4))
+    # A key access costs a tenth of its misses (five loads, no TTL), less the
+    # calibrated dataset's (100,000 keys of 3 B, 25-byte names) in full.
+    (full,), _ = cc.miss_deltas(sc("sync", 4))
+    (pre,), _ = cc.miss_deltas(sc("async", 4))
+    (plain,), _ = cc.miss_deltas(sc("sync", 1))
+    (ref,), _ = cc.miss_cost([cc.touch(cc.KeyAccess(0, 100_000, 1.0), 3, 25, False)],
+                             cc.hierarchy(sc("sync", 1)))
+    assert full == plain
+    assert pre == pytest.approx(0.1 * (full + ref) - ref, rel=1e-9)

@@ -15,7 +15,7 @@ from redsim.host.result import HostResult
 from redsim.host.simulation import HostSimulation, uses_host
 from redsim.result import Result
 from redsim.simulation import Simulation, make_simulation
-from tests.engine_helpers import changed
+from tests.engine_helpers import MISS_COSTS_OF_ANOTHER_HOST, changed
 
 # A main thread kept busy: 64 closed-loop connections, 50 us round trips, GETs
 # of preloaded 64-B values. Per request the main thread spends read 1.5 +
@@ -198,7 +198,9 @@ def test_io_threads_beyond_the_cores_lose():
 PUBLISHED_TOL = 0.20
 
 
+
 @pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason=MISS_COSTS_OF_ANOTHER_HOST)
 def test_valkey72_threads_reach_the_published_throughput_and_latency():
     d = load_scenario("scenarios/io-threads-async.yaml").model_dump(by_alias=True)
     d.update(duration=2.0, warmup=0.5)

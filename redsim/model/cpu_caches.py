@@ -62,9 +62,17 @@ What it leaves out, each said with its expected size:
   the TLB's footprint: a hot set of 1 % of 100 M keys misses the TLB almost
   always);
 - prefetching: a value's lines past its first are read in sequence and
-  prefetched, so only the first line of each structure is a dependent load;
-  Redis 7.0 has no software prefetch of keys (Valkey 8's batch prefetching
-  overlaps the misses of a pipeline's keys, which this does not model);
+  prefetched, so only the first line of each structure is a dependent load.
+  Redis 6/7 has no software prefetch of keys. Redis 8 with I/O threads
+  (``io-threads-model: async``, ``io-threads`` > 1) prefetches the keys of a
+  batch of commands together (``src/memory_prefetch.c``, from Valkey 8:
+  ``dictPrefetch`` walks every key's bucket, entry, object and raw value one
+  step at a time across the batch, up to ``prefetch-batch-max-size``, 16), so
+  their misses overlap: those loads are charged ``1 / PREFETCH_OVERLAP`` of
+  their cost (the ``expires`` dict is not prefetched). The batch is taken as
+  full, which holds where it matters, a saturated main thread; a lightly
+  loaded one sees batches of one or two and is charged too little (its
+  misses then cost latency, not throughput);
 - eviction's and expiry's samples: they touch random keys (charged at the
   uniform miss rate: ``EVICTION_SAMPLE_LOADS`` and ``EXPIRY_SAMPLE_LOADS``
   loads each) but their own lines' pollution of the cache is not added to
@@ -111,6 +119,16 @@ EVICTION_SAMPLE_LOADS = 2
 """Dependent loads of a key ``evictionPoolPopulate`` samples: the dictEntry
 (``dictGetSomeKeys`` walks buckets, which share lines) and the robj (its LRU
 or LFU field); the key's sds only for the few that enter the pool."""
+
+PREFETCH_BATCH = 16
+"""Redis 8's ``prefetch-batch-max-size`` default: keys prefetched together."""
+
+MEMORY_PARALLELISM = 10
+"""Misses a core keeps in flight at once: its L1 miss buffers (10-16 on Intel
+since Skylake, 22-24 on AMD Zen 3/4, the smallest taken)."""
+
+PREFETCH_OVERLAP = min(PREFETCH_BATCH, MEMORY_PARALLELISM)
+"""How many of a prefetched batch's misses overlap (``prefetched_share``)."""
 
 EXPIRY_SAMPLE_LOADS = 1
 """Dependent loads of a key ``activeExpireCycle`` samples: the ``expires``
@@ -411,16 +429,35 @@ def group_touches(scenario: Any, key_lo: np.ndarray) -> list[Touch]:
     return out
 
 
+def prefetched(scenario: Any) -> bool:
+    """Whether the main thread prefetches a batch's keys: Redis 8's I/O threads
+    (``memory_prefetch.c``, run when the main thread takes a batch of clients
+    from them)."""
+    return scenario.engine.io_threads_model == "async" and scenario.server.io_threads > 1
+
+
+def prefetched_share(t: Touch) -> float:
+    """What a key access's misses cost when its batch is prefetched, as a share
+    of their cost: the ``expires`` loads in full, the rest overlapped."""
+    expires = 2 if t.loads >= 6 else 0  # dependent_loads: 4-5, +2 with a TTL dict
+    rest = t.loads - expires
+    return (expires + rest / PREFETCH_OVERLAP) / t.loads
+
+
 def miss_deltas(scenario: Any, key_lo: Any = None) -> tuple[list[float], float]:
     """(each group's miss cost per key access over the calibrated dataset's,
     the same per dependent load of a sampled key), s, before ``engine.cpu.scale``.
-    ``key_lo``: the groups' first key rows (``collection.first_key_rows``)."""
+    ``key_lo``: the groups' first key rows (``collection.first_key_rows``). With
+    Redis 8's prefetching (``prefetched``) a key access costs its share
+    (``prefetched_share``) of its misses, those the calibrated costs hold
+    included; eviction's and expiry's samples are not prefetched."""
     if key_lo is None:
         from redsim.model.collection import first_key_rows
 
         key_lo = first_key_rows(scenario)
     h = hierarchy(scenario)
-    per, uniform = miss_cost(group_touches(scenario, np.asarray(key_lo)), h)
+    touches = group_touches(scenario, np.asarray(key_lo))
+    per, uniform = miss_cost(touches, h)
     q16 = scenario.engine.allocator_quantum == 16
     on = scenario.engine.cpu.calibrated_on
     (ref,), _ = miss_cost([touch(KeyAccess(0, on.keys, 1.0), on.value_size, on.key_size,
@@ -428,6 +465,8 @@ def miss_deltas(scenario: Any, key_lo: Any = None) -> tuple[list[float], float]:
     _, ref_uniform = miss_cost([touch(KeyAccess(0, on.eviction_keys, 1.0),
                                       on.eviction_value_size, on.key_size, False,
                                       quantum16=q16)], h)
+    if prefetched(scenario):
+        per = [c * prefetched_share(t) for c, t in zip(per, touches, strict=True)]
     return [c - ref for c in per], uniform - ref_uniform
 
 
