@@ -311,8 +311,9 @@ def _size_arg(text: str) -> int:
 
 def _calibration_for(args, max_bytes: float):
     """``--for SCENARIO``: the commands its groups send that redis-benchmark can
-    drive (SET always: the per-request fit's loads), and the dataset sweep of
-    its value sizes and keyspace; says what it leaves to the defaults."""
+    drive (SET always: the per-request fit's loads), the dataset sweep of its
+    value sizes and keyspace, and the eviction loads' value size (that of its
+    group with the most keys); says what it leaves to the defaults."""
     from redsim.calibrate import dataset
     from redsim.calibrate.measure import BENCH_COMMANDS
     from redsim.config.cost_sources import sent_commands
@@ -329,11 +330,15 @@ def _calibration_for(args, max_bytes: float):
     if left:
         print(f"  {', '.join(left)}: no redis-benchmark load drives them; they keep the "
               "model's default costs (a run with this calibration names them)")
+    bulk = max(scenario.clients, key=lambda g: g.keyspace.keys)
+    eviction_value_size = max(1, round(bulk.value_size.mean))
+    print(f"  eviction measured with {eviction_value_size}-byte values (group {bulk.name}, "
+          f"{bulk.keyspace.keys:,} keys)")
     cut = [v for v, sizes in sweep.shapes() if sizes[-1] < sweep.sizes[-1]]
     if cut:
         print(f"  the {', '.join(f'{v} B' for v in cut)} sweep stops short of the scenario's "
               f"{sweep.sizes[-1]:,} keys at --max-dataset {max_bytes / 2**30:.3g} GiB")
-    return commands, sweep
+    return commands, sweep, eviction_value_size
 
 
 def cmd_calibrate(args) -> int:
@@ -376,8 +381,9 @@ def cmd_calibrate(args) -> int:
     from redsim.calibrate import dataset
 
     sweep = dataset.Sweep(max_bytes=args.max_dataset or dataset.MAX_DATASET)
+    eviction_value_size = None
     if args.for_scenario:
-        commands, sweep = _calibration_for(args, sweep.max_bytes)
+        commands, sweep, eviction_value_size = _calibration_for(args, sweep.max_bytes)
     print("redsim calibrate" + (" --quick: the per-request and per-command CPU costs only"
                                 if args.quick else "")
           + "; keys use the prefix redsim:calib: and are deleted at the end")
@@ -387,7 +393,8 @@ def cmd_calibrate(args) -> int:
                         commands=commands, reps=args.reps,
                         data_dir=Path(args.data_dir) if args.data_dir else None,
                         quick=args.quick, progress=False if args.no_progress else None,
-                        sweep=sweep)
+                        sweep=sweep, **({"eviction_value_size": eviction_value_size}
+                                        if eviction_value_size is not None else {}))
     except (RedisNotFound, PermissionError, ValueError) as exc:
         raise _UsageError(str(exc)) from None
     except (OSError, RuntimeError) as exc:  # the server went away, refused, a load failed

@@ -124,9 +124,22 @@ def test_calibrate_for_names_the_commands_it_cannot_drive(capsys):
     # hashes of 40-B fields, and a GET/SET group over 100,000 keys of 128 B.
     path = "scenarios/collection-eviction.yaml"
     args = argparse.Namespace(for_scenario=path, commands="SET,GET")
-    commands, spec = _calibration_for(args, 2 << 30)
+    commands, spec, eviction_value = _calibration_for(args, 2 << 30)
     out = capsys.readouterr().out
     assert commands == ("SET", "GET", "HGET", "HSET")
+    # Eviction at the values of the group with the most keys: the hashes' 40 B.
+    assert eviction_value == 40 and "eviction measured with 40-byte values" in out
     assert spec.value_sizes == (40, 128) and spec.sizes == (10_000, 100_000, 200_000)
     # redis-benchmark has no HGETALL load: it keeps the default and is named.
     assert "HGETALL: no redis-benchmark load drives them" in out
+
+
+def test_the_eviction_dataset_is_cut_to_the_memory_the_sweep_may_fill():
+    from redsim.calibrate import eviction_base_keys
+
+    # 100-B values, 25-B names: 24 + 32 + 16 + 112 + 8 = 192 B a key, 211 with
+    # growth: 2 GiB holds 10 M, so the default 600,000. 4 KB values: 5,720 B a
+    # key, 2 GiB / 5,720 = 375,434. 100 MB of 4 KB: 18,331, raised to 100,000.
+    assert eviction_base_keys(100, 2 << 30) == 600_000
+    assert eviction_base_keys(4096, 2 << 30) == 375_434
+    assert eviction_base_keys(4096, 100 << 20) == 100_000

@@ -75,7 +75,9 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
               start: bool = False, can_write: bool = False,
               parts: tuple[str, ...] = ALL_PARTS, commands: tuple[str, ...] = ("SET", "GET"),
               reps: int = 3, data_dir: Path | None = None, quick: bool = False,
-              sweep: dataset.Sweep = dataset.DEFAULT_SWEEP, progress: bool | None = None,
+              sweep: dataset.Sweep = dataset.DEFAULT_SWEEP,
+              eviction_value_size: int = measure.EVICTION_VALUE_SIZE,
+              progress: bool | None = None,
               say: Callable[[str], None] = print) -> dict[str, Any]:
     """Measure a server and write the calibration file ``out`` (and the fsync
     samples beside it, ``<name>.fsync.csv``). Returns the calibration document;
@@ -95,6 +97,9 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
         sweep: what the caches part's dataset sweep measures (value sizes, key
             counts, the memory it may fill; ``dataset.for_scenario`` for
             ``--for``).
+        eviction_value_size: bytes per value of the eviction loads (a
+            scenario's own with ``--for``); the file records it, and the keys,
+            as ``engine.cpu.calibrated-on``'s eviction dataset.
         progress: progress bars on stderr within long steps (None: when stderr
             is a terminal); the lines saying when each step starts and ends go
             to ``say`` either way.
@@ -129,7 +134,8 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
             say("not measured (a scenario using the file keeps the model's defaults for "
                 "them): " + ", ".join(missing))
         return _run(target, out, parts, commands, reps, t0, started=started,
-                    data_dir_given=data_dir is not None, cpu=cpu, quick=quick, sweep=sweep)
+                    data_dir_given=data_dir is not None, cpu=cpu, quick=quick, sweep=sweep,
+                    eviction_value_size=eviction_value_size)
 
 
 @contextlib.contextmanager
@@ -236,7 +242,8 @@ def _ensure_compiled(t: measure.Target, bars: bool | None) -> None:
 def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[str, ...],
          reps: int, t0: float, started: bool, data_dir_given: bool = False,
          cpu: measure.CpuSettings = measure.CPU_FULL, quick: bool = False,
-         sweep: dataset.Sweep = dataset.DEFAULT_SWEEP) -> dict[str, Any]:
+         sweep: dataset.Sweep = dataset.DEFAULT_SWEEP,
+         eviction_value_size: int = measure.EVICTION_VALUE_SIZE) -> dict[str, Any]:
     info = t.client.info("server")
     if not t.can_write:
         blocked = [p for p in parts if p in WRITE_PARTS or p in ("cpu", "caches", "memory")]
@@ -258,6 +265,10 @@ def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[s
             ms += measure.measure_cpu(t, list(commands), reps=reps, settings=cpu,
                                       model_version=replay.model_version_of(
                                           str(info.get("redis_version", ""))))
+            # The dataset the costs were measured on (model/cpu_caches.py's reference).
+            extra.update({"engine.cpu.calibrated-on.keys": measure.CPU_KEYSPACE,
+                          "engine.cpu.calibrated-on.value-size": measure.CPU_VALUE_SIZE,
+                          "engine.cpu.calibrated-on.key-size": replay.KEY_SIZE})
         if "caches" in parts:
             caches_ms, caches_extra, why = _caches(t, out, reps, sweep)
             ms += caches_ms
@@ -283,7 +294,15 @@ def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[s
                 if t.progress is not None:
                     t.progress.took["eviction"] = 0.0
             else:
-                ms += measure.measure_eviction(t)
+                base = eviction_base_keys(eviction_value_size, sweep.max_bytes)
+                evicted = measure.measure_eviction(t, base_keys=base,
+                                                   value_size=eviction_value_size)
+                ms += evicted
+                if evicted:
+                    extra.update({
+                        "engine.cpu.calibrated-on.eviction-keys":
+                            base + measure.EVICTION_LOAD.requests,
+                        "engine.cpu.calibrated-on.eviction-value-size": eviction_value_size})
         if "disk" in parts:
             if t.data_dir is None:
                 skipped["disk"] = "the server's dir is not on this machine; give --data-dir"
@@ -353,6 +372,15 @@ def _caches(t: measure.Target, out: Path, reps: int, spec: dataset.Sweep
               "(a larger --max-dataset reaches them): they keep the model's defaults")
     extra = {"host.l2": int(l2), "host.llc": int(llc)} if sizes else {}
     return ms, extra, None
+
+
+def eviction_base_keys(value_size: int, max_bytes: float) -> int:
+    """Keys written before the eviction loads: ``measure.EVICTION_BASE_KEYS``, or
+    fewer where values that large would pass ``max_bytes`` (at least 100,000)."""
+    from redsim.model.cpu_caches import key_span
+
+    per_key = 1.1 * key_span(value_size, replay.KEY_SIZE, False)
+    return max(100_000, min(measure.EVICTION_BASE_KEYS, int(max_bytes // per_key)))
 
 
 def not_measured(lacks: dict[str, str], commands: tuple[str, ...] | None = None

@@ -226,8 +226,15 @@ def point_from_delta(d: Delta, command: str, clients: int, pipeline: int,
             d.commands - calls - 1)
 
 
-def cpu_point(t: Target, command: str, ld: CpuLoad, value_size: int = 3,
-              keyspace: int = 100_000, elements: int = 1, keys: str = _K
+CPU_VALUE_SIZE = 3
+"""Bytes per value of the CPU loads (redis-benchmark's default ``-d``)."""
+CPU_KEYSPACE = 100_000
+"""Keys the CPU loads draw from (``-r``): with ``CPU_VALUE_SIZE``, the dataset
+the per-command costs are measured on (``engine.cpu.calibrated-on``)."""
+
+
+def cpu_point(t: Target, command: str, ld: CpuLoad, value_size: int = CPU_VALUE_SIZE,
+              keyspace: int = CPU_KEYSPACE, elements: int = 1, keys: str = _K
               ) -> tuple[solver.CpuPoint, load.BenchResult]:
     """Main-thread CPU (and sleeps) per ``command`` under one redis-benchmark load
     (``keys``: the key pattern, ``load.key_pattern()`` by default)."""
@@ -535,11 +542,15 @@ EVICTION_BASE_KEYS = 600_000
 """Keys written before each eviction repetition's loads (100-byte values)."""
 EVICTION_LOAD = CpuLoad(50, 16, 300_000)
 """Each repetition's two SET loads, without and with maxmemory."""
+EVICTION_VALUE_SIZE = 100
+"""Bytes per value of the eviction loads' keys, by default."""
 
 
 def measure_eviction(t: Target, reps: int = EVICTION_REPS, base_keys: int = EVICTION_BASE_KEYS,
-                     requests: int = EVICTION_LOAD.requests) -> list[Measurement]:
-    """Main-thread µs per evicted key (allkeys-lru, 100-byte values).
+                     requests: int = EVICTION_LOAD.requests,
+                     value_size: int = EVICTION_VALUE_SIZE) -> list[Measurement]:
+    """Main-thread µs per evicted key (allkeys-lru, ``value_size``-byte values:
+    100 by default, a scenario's own with ``redsim calibrate --for``).
 
     Both loads SET new keys at pipeline 16 (where a SET costs well under 1 µs,
     so the eviction's share stands out of the host's noise) into a dict already
@@ -549,11 +560,11 @@ def measure_eviction(t: Target, reps: int = EVICTION_REPS, base_keys: int = EVIC
     used, where every new key evicts about one.
     """
     with _step(t, "eviction") as bar:
-        return _eviction(t, reps, base_keys, requests, bar)
+        return _eviction(t, reps, base_keys, requests, bar, value_size)
 
 
-def _eviction(t: Target, reps: int, base_keys: int, requests: int, bar: Any
-              ) -> list[Measurement]:
+def _eviction(t: Target, reps: int, base_keys: int, requests: int, bar: Any,
+              value_size: int = 100) -> list[Measurement]:
     cfg = {k: t.client.config_get(k)[k] for k in ("maxmemory", "maxmemory-policy")}
     ld = CpuLoad(EVICTION_LOAD.clients, EVICTION_LOAD.pipeline, requests)
     costs, with_us, without_us, per_set = [], [], [], []
@@ -562,8 +573,8 @@ def _eviction(t: Target, reps: int, base_keys: int, requests: int, bar: Any
             load.delete_prefix(t.client)
             load.settle(t.client)
             t.client.config_set("maxmemory", 0)
-            load.fill(t.client, base_keys, 100)
-            p0, _ = cpu_point(t, "SET", ld, value_size=100, keyspace=100_000_000)
+            load.fill(t.client, base_keys, value_size)
+            p0, _ = cpu_point(t, "SET", ld, value_size=value_size, keyspace=100_000_000)
             t.client.config_set("maxmemory-policy", "allkeys-lru")
             load.settle(t.client)  # a rehash or lazy free that ends later would leave room
             t.client.config_set("maxmemory", int(t.client.info("memory")["used_memory"]))
@@ -571,7 +582,7 @@ def _eviction(t: Target, reps: int, base_keys: int, requests: int, bar: Any
             # Keys of their own: redis-benchmark seeds __rand_int__ so that two runs
             # a second apart often draw the same numbers (seen on Debian's 7.0.15),
             # and SETs of the first load's keys would overwrite instead of evict.
-            p1, _ = cpu_point(t, "SET", ld, value_size=100, keyspace=100_000_000,
+            p1, _ = cpu_point(t, "SET", ld, value_size=value_size, keyspace=100_000_000,
                               keys=load.key_pattern(load.PREFIX + "evict:"))
             b = snapshot(t.client)
             evicted = Delta(a, b).field("evicted_keys") / ld.requests
@@ -602,7 +613,8 @@ def _eviction(t: Target, reps: int, base_keys: int, requests: int, bar: Any
         t.say(f"eviction: the extra CPU per evicted key came out negative ({per_key:.2f} us: "
               "the host's drift is larger than the effect); taken as 0")
         per_key = 0.0
-    how = (f"redis-benchmark SET of new 100-byte keys (-c 50 -P 16) after {base_keys:,} keys, "
+    how = (f"redis-benchmark SET of new {value_size}-byte keys (-c 50 -P 16) after "
+           f"{base_keys:,} keys, "
            "with maxmemory 0, then with maxmemory at the used memory (allkeys-lru): extra "
            "main-thread CPU per SET over evicted keys per SET ("
            + ", ".join(f"{e:.2f}" for e in per_set) + ")"
