@@ -56,5 +56,11 @@ def test_a_dataset_past_the_caches_names_its_miss_cost_per_key_access():
                                                key_size=16)))
     assert len(lines) == 2
     assert "misses per key access" in lines[1] and "group0 +0.78 µs" in lines[1]
+    assert "the reference VM's defaults; `redsim calibrate --only caches`" in lines[1]
+    # Miss costs the scenario (or its calibration) sets are said to be this host's.
+    own = _scenario(["GET"], keys=2_000_000, value_size=64, key_size=16,
+                    engine={"cpu": {"miss": {"l2": 0.05, "tlb": 0.1, "llc": 0.1,
+                                             "page-walk": 0.15}}})
+    assert "miss costs: this host's" in cost_notes(load_scenario(own))[1]
     # S0's costs are its seed's, misses included: nothing to add.
     assert cost_notes(load_scenario(ROOT / "scenarios" / "gitlab-2022.yaml")) == []
