@@ -25,7 +25,7 @@ hot set that fits misses far less. Keys of equal popularity are grouped in
 bins (every id up to 256, then ids in geometric bins 2 % wide), so a run of
 27 M keys solves ~1,000 bins.
 
-The levels (``LEVELS``), each with its miss cost per dependent load
+The levels (``Hierarchy.levels``), each with its miss cost per dependent load
 (``engine.cpu.miss``):
 
 - ``l2`` and ``llc``: the data caches, over the lines a key's access brings in
