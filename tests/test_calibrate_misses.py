@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from redsim.calibrate import dataset, misses, plan
+from redsim.calibrate import dataset, misses, plan, replay
 from redsim.calibrate.solver import nnls
 from redsim.model import cpu_caches as cc
 
@@ -21,7 +21,7 @@ def _points(sizes, value_sizes=(3, 256), penalty=TRUE, noise=None):
     out = {}
     for i, (n, v, (cmd, pipe)) in enumerate(
             (n, v, k) for v in value_sizes for n in sizes for k in BASE):
-        (miss,), _ = cc.miss_cost([cc.touch(cc.KeyAccess(0, n, 1.0), v, misses.KEY_SIZE,
+        (miss,), _ = cc.miss_cost([cc.touch(cc.KeyAccess(0, n, 1.0), v, replay.KEY_SIZE,
                                             False)], h)
         us = BASE[(cmd, pipe)] + 0.001 * v + miss
         out[(n, v, cmd, pipe)] = us * (1 + (noise[i % len(noise)] if noise else 0.0))

@@ -377,10 +377,8 @@ def _caches(t: measure.Target, out: Path, reps: int, spec: dataset.Sweep
 def eviction_base_keys(value_size: int, max_bytes: float) -> int:
     """Keys written before the eviction loads: ``measure.EVICTION_BASE_KEYS``, or
     fewer where values that large would pass ``max_bytes`` (at least 100,000)."""
-    from redsim.model.cpu_caches import key_span
-
-    per_key = 1.1 * key_span(value_size, replay.KEY_SIZE, False)
-    return max(100_000, min(measure.EVICTION_BASE_KEYS, int(max_bytes // per_key)))
+    return max(100_000, min(measure.EVICTION_BASE_KEYS,
+                            int(max_bytes // dataset.bytes_per_key(value_size))))
 
 
 def not_measured(lacks: dict[str, str], commands: tuple[str, ...] | None = None

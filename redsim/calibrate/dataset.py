@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from redsim.calibrate import replay
 from redsim.calibrate.measure import CpuLoad, Target, cpu_point
 from redsim.live import load
 
@@ -106,16 +107,21 @@ MAX_DATASET = 2 << 30
 """Bytes of ``used_memory`` the sweep may reach by default (``--max-dataset``)."""
 
 
+def bytes_per_key(value_size: int) -> float:
+    """Memory one calibration key of ``value_size``-byte values takes
+    (``cpu_caches.key_span``, with the calibration's key names), +10 % for the
+    dict's growth: what a dataset of them is sized by."""
+    from redsim.model.cpu_caches import key_span
+
+    return 1.1 * key_span(value_size, replay.KEY_SIZE, False)
+
+
 def sweep_sizes(value_size: int, max_bytes: float, sizes: tuple[int, ...] = SIZES
                 ) -> tuple[int, ...]:
     """The sizes of ``sizes`` whose dataset of ``value_size``-byte values stays
-    within ``max_bytes`` of memory (``cpu_caches.key_span`` per key, +10 % for
-    the dict's growth), at least the smallest, and the most keys that fit
-    when that is twice the largest of them or more."""
-    from redsim.model.cpu_caches import key_span
-
-    per_key = 1.1 * key_span(value_size, len(load.PREFIX) + 12, False)
-    most = int(max_bytes // per_key)
+    within ``max_bytes`` of memory (``bytes_per_key``), at least the smallest,
+    and the most keys that fit when that is twice the largest of them or more."""
+    most = int(max_bytes // bytes_per_key(value_size))
     fit = tuple(n for n in sizes if n <= most)
     if not fit:
         return sizes[:1]
@@ -190,5 +196,5 @@ def write_csv(points: list[DatasetPoint], path: Path) -> None:
 
 
 __all__ = ["DEFAULT_SWEEP", "DatasetPoint", "LOADS", "MAX_DATASET", "SIZES", "Sweep",
-           "VALUE_SIZES", "for_scenario", "measure", "medians", "populate", "sweep",
-           "sweep_sizes", "write_csv"]
+           "VALUE_SIZES", "bytes_per_key", "for_scenario", "measure", "medians", "populate",
+           "sweep", "sweep_sizes", "write_csv"]

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from redsim.calibrate.replay import KEY_SIZE
 from redsim.calibrate.solver import nnls
-from redsim.live import load
 from redsim.model import cpu_caches as cc
 
 LEVELS = ("l2", "tlb", "llc", "page-walk")
@@ -41,9 +41,6 @@ COVERED = 0.5
 """A level is fitted only if some point of the sweep misses it with at least
 this probability: a sweep that stays inside the LLC says nothing of its cost."""
 
-KEY_SIZE = len(load.PREFIX) + 12
-"""Bytes of the sweep's key names (the calibration's prefix and
-``redis-benchmark``'s 12 digits)."""
 
 SYS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
 
@@ -101,6 +98,12 @@ class MissFit:
     uncovered: tuple[str, ...] = ()
 
 
+def _touch(keys: int, value_size: int) -> cc.Touch:
+    """A sweep point's dataset: ``keys`` uniform keys of ``value_size`` bytes,
+    named as the calibration names them, no TTLs."""
+    return cc.touch(cc.KeyAccess(0, keys, 1.0), value_size, KEY_SIZE, False)
+
+
 def design(points: dict[tuple[int, int, str, int], float], l2: float, llc: float,
            tlb_reach: float) -> tuple[np.ndarray, np.ndarray, list[tuple[str, int, int]]]:
     """The least-squares system: one row per point (``dataset.medians``' keys:
@@ -108,11 +111,10 @@ def design(points: dict[tuple[int, int, str, int], float], l2: float, llc: float
     value size), then ``loads × p_level`` per level of ``LEVELS`` (the largest
     miss probability of a level is that column's maximum over ``loads``)."""
     bases = sorted({(cmd, pipe, v) for (_, v, cmd, pipe) in points})
-    ones = {name: 1.0 for name in LEVELS}
+    h = cc.Hierarchy(l2, llc, tlb_reach, {name: 1.0 for name in LEVELS})
     rows, y = [], []
     for (keys, v, cmd, pipe), us in sorted(points.items()):
-        t = cc.touch(cc.KeyAccess(0, keys, 1.0), v, KEY_SIZE, False)
-        h = cc.Hierarchy(l2, llc, tlb_reach, ones)
+        t = _touch(keys, v)
         p = cc.level_misses([t], h)
         row = [1.0 if b == (cmd, pipe, v) else 0.0 for b in bases]
         row += [t.loads * p[name][0][0] for name in LEVELS]
@@ -128,8 +130,7 @@ def fit(points: dict[tuple[int, int, str, int], float], l2: float, llc: float,
     and a pipeline-16 one's 1 µs count alike)."""
     a, y, bases = design(points, l2, llc, tlb_reach)
     nb = len(bases)
-    loads = np.array([cc.touch(cc.KeyAccess(0, k, 1.0), v, KEY_SIZE, False).loads
-                      for (k, v, _, _) in sorted(points)], dtype=float)
+    loads = np.array([_touch(k, v).loads for (k, v, _, _) in sorted(points)], dtype=float)
     reach = (a[:, nb:] / loads[:, None]).max(axis=0)
     covered = [i for i in range(len(LEVELS)) if reach[i] >= COVERED]
     cols = list(range(nb)) + [nb + i for i in covered]
