@@ -202,3 +202,15 @@ def test_the_clients_costs_per_batch_and_per_further_command():
     assert batch == pytest.approx(8.2) and per_command == pytest.approx(0.2)
     with pytest.raises(ValueError, match="two pipeline depths"):
         client_costs([(16, 0.7), (16, 0.8)])
+
+
+def test_combining_keeps_a_field_only_a_newer_calibration_fills():
+    # redis-benchmark's cost per batch was evidence only before it filled
+    # host.client-cpu: the medians of an older and a newer file must still
+    # fill the field (7.4 and 7.6 µs: 7.5), whichever comes first.
+    old = {"name": "client.cpu_per_batch", "value": 7.4, "unit": "us", "spread": 0.0,
+           "n": 3, "method": "m"}
+    new = dict(old, value=7.6, field="host.client-cpu")
+    docs = [{"values": {}, "measurements": [old]}, {"values": {}, "measurements": [new]}]
+    doc = fragment.combine(docs, {})
+    assert doc["values"] == {"host": {"client-cpu": "7.5us"}}

@@ -128,3 +128,25 @@ def test_a_same_host_benchmarks_bursts_start_redis_io_threads():
     share = two["io_threaded_writes_processed"] / two["requests_completed_total"]
     assert share == pytest.approx(0.785, rel=0.20)
     assert two["throughput_rps"] / one["throughput_rps"] == pytest.approx(0.64, rel=0.20)
+
+
+def test_a_same_host_group_takes_the_hosts_client_costs_unless_it_has_its_own(tmp_path):
+    # host.client-cpu is what `redsim calibrate` writes (redis-benchmark's own
+    # CPU on the calibrated host): a same-host group without client costs of
+    # its own takes it, one with its own keeps them, a remote group has none.
+    host = {"client-cpu": "7.5us", "client-cpu-per-command": "0.08us"}
+    own = {**ONE["clients"][0], "name": "own", "client-cpu": 9}
+    remote = {**ONE["clients"][0], "name": "remote", "placement": "remote"}
+    sc = load_scenario(changed(ONE, host=host, clients=[ONE["clients"][0], own, remote]))
+    bench, mine, far = sc.clients
+    assert (bench.client_cpu, bench.client_cpu_per_command) == (7.5, 0.08)
+    assert (mine.client_cpu, mine.client_cpu_per_command) == (9.0, 0.08)
+    assert far.client_cpu == 11.0  # the group default, unused by a remote group
+    # From a calibration file, and for the groups of listed instances too.
+    cal = tmp_path / "cal.yaml"
+    cal.write_text("redsim-calibration: 1\nvalues:\n  host: {client-cpu: 7.5us}\n")
+    listed = {k: v for k, v in ONE.items() if k != "clients"}
+    listed.update(calibration=str(cal),
+                  instances=[{"name": "a", "clients": ONE["clients"]}])
+    inst = load_scenario(listed).instances[0]
+    assert inst.clients[0].client_cpu == 7.5

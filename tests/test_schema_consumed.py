@@ -42,6 +42,10 @@ READ_OUTSIDE_THE_MODEL = {
                                "recorder's sight",
     "server.active_defrag_max_scan_fields": "bounds the defrag scan of a big collection; "
                                             "every key is a string (collections: issue #21)",
+    "host.preset": "fills host.l2 / llc / tlb-reach at validation (host_presets.fill)",
+    "host.client_cpu": "fills the client-cpu of same-host groups without their own at "
+                       "validation (schema._host_client_costs)",
+    "host.client_cpu_per_command": "likewise their client-cpu-per-command",
 }
 
 

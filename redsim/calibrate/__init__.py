@@ -38,7 +38,7 @@ QUICK_PARTS = ("cpu",)
 PART_FIELDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "cpu": ("main-thread CPU per request and per command",
             ("engine.cpu.read", "engine.cpu.write", "engine.cpu.wakeup",
-             "engine.cpu.commands")),
+             "engine.cpu.commands", "host.client-cpu", "host.client-cpu-per-command")),
     "caches": ("main-thread CPU against the dataset's size: the cache and TLB miss costs",
                ("host.l2", "host.llc", "engine.cpu.miss")),
     "memory": ("bytes per key, and the allocator's quantum", ("engine.allocator-quantum",)),

@@ -88,6 +88,10 @@ def combine(docs: list[dict[str, Any]], made: dict[str, Any]) -> dict[str, Any]:
     for ms in by_name.values():
         vals = [float(m["value"]) for m in ms]
         first = dict(ms[0])
+        # A field a later calibration fills (a newer redsim writes more of them).
+        field = next((m["field"] for m in ms if m.get("field")), None)
+        if field:
+            first["field"] = field
         first["value"] = float(f"{statistics.median(vals):.4g}")
         first["spread"] = float(f"{statistics.stdev(vals):.4g}") if len(vals) > 1 else 0.0
         first["n"] = len(vals)

@@ -14,6 +14,7 @@ the original configuration is put back in a ``finally``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import statistics
@@ -245,6 +246,9 @@ def cpu_point(t: Target, command: str, ld: CpuLoad, value_size: int = CPU_VALUE_
                                  requests=ld.requests, keyspace=keyspace)
     point, foreign = point_from_delta(Delta(a, snapshot(t.client, t.pid)), command,
                                       ld.clients, ld.pipeline, ld.requests)
+    if math.isfinite(bench.client_cpu_s):
+        point = dataclasses.replace(point, client_us_per_request=bench.client_cpu_s
+                                    / ld.requests * 1e6)
     if foreign > 0.01 * ld.requests:
         t.say(f"  warning: {foreign} other commands ran during the {command} load; "
               "its CPU figure includes them")
@@ -286,9 +290,11 @@ def _median_point(pts: list[solver.CpuPoint]) -> solver.CpuPoint:
     """The repetitions of one load, by their medians: a host that slows down for
     one repetition (a VM's steal) moves the median less than the mean."""
     s = [p.sleeps_per_request for p in pts]
+    c = [p.client_us_per_request for p in pts]
     return solver.CpuPoint(pts[0].clients, pts[0].pipeline,
                            statistics.median(p.us_per_request for p in pts),
-                           None if None in s else statistics.median(s))  # type: ignore[arg-type]
+                           None if None in s else statistics.median(s),  # type: ignore[arg-type]
+                           None if None in c else statistics.median(c))  # type: ignore[arg-type]
 
 
 CLIENT_CONNECTIONS_LOADED = 50
@@ -298,10 +304,11 @@ would add a wake-up per request)."""
 
 
 def client_measurements(client: dict[CpuLoad, list[float]], reps: int) -> list[Measurement]:
-    """redis-benchmark's own CPU per batch and per further command (evidence: a
-    group's ``client-cpu`` and ``client-cpu-per-command`` are the scenario's),
-    from its CPU per request (µs) under the loads of ``CLIENT_CONNECTIONS_LOADED``
-    connections, medians over repetitions; none if under two pipeline depths."""
+    """redis-benchmark's own CPU per batch and per further command (``host.client-cpu``
+    and ``host.client-cpu-per-command``: what a same-host group without its own
+    costs spends), from its CPU per request (µs) under the loads of
+    ``CLIENT_CONNECTIONS_LOADED`` connections, medians over repetitions; none if
+    under two pipeline depths."""
     pts = [(ld.pipeline, statistics.median(v)) for ld, v in client.items()
            if ld.clients == CLIENT_CONNECTIONS_LOADED and v and all(map(math.isfinite, v))]
     try:
@@ -312,8 +319,10 @@ def client_measurements(client: dict[CpuLoad, list[float]], reps: int) -> list[M
            + ", ".join(f"c={CLIENT_CONNECTIONS_LOADED} P={p}: {y:.3g} µs" for p, y in pts)
            + f", medians of {reps}; least squares y = a/P + b. A same-host group driven by "
            "redis-benchmark on this host: client-cpu = a + b, client-cpu-per-command = b")
-    return [Measurement("client.cpu_per_batch", batch, "us", 0.0, reps, how),
-            Measurement("client.cpu_per_command", per_command, "us", 0.0, reps, how)]
+    return [Measurement("client.cpu_per_batch", batch, "us", 0.0, reps, how,
+                        "host.client-cpu"),
+            Measurement("client.cpu_per_command", per_command, "us", 0.0, reps, how,
+                        "host.client-cpu-per-command")]
 
 
 def measure_cpu(t: Target, commands: list[str], reps: int = 3,

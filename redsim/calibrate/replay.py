@@ -2,13 +2,26 @@
 
 Calibration and validation both ask the model what a load measured on a real
 server costs there. The model's clients stand in for redis-benchmark's:
-``clients`` connections of one request batch (``pipeline`` commands) each and a
-think time between a reply and the next request (``bench_group``). redis-benchmark's one
-thread drives all its connections, so its rate is the client's, not the
-server's, unless the server saturates; ``run_matched`` sets the think time so
-that the model's rate is the rate measured on the real server (two corrections
-of Z ← Z + c/X_real − c/X_model), and figures are compared per command, at the
-same rate.
+``clients`` connections of one request batch (``pipeline`` commands) each
+(``bench_group``). redis-benchmark's one thread drives all its connections, so
+its rate is the client's, not the server's, unless the server saturates, and
+its requests arrive in clumps: a pass of its event loop reads every reply the
+poll returned, then writes the next requests together. ``run_matched`` runs
+that thread (``bench_thread``: a same-host group of one client thread,
+``model/client_threads.py``) at its measured CPU per batch, and corrects the
+rate to the one measured on the real server (two corrections of the
+connection's cycle, Z ← Z + cP/X_real − cP/X_model: a think time when the
+model is too fast, a cheaper client thread when it is too slow), so that
+figures are compared per command, at the same rate, with the server seeing
+the same clumps. A saturated load (the server sets the rate) runs independent
+clients with no think time (``bench_group``).
+
+Why the thread: 50 independent clients (the stand-in until issue #43) send one
+by one, and the model's server slept 0.18 times per SET at c=50 P=1 where the
+real one sleeps 0.05-0.07 (Intel 2-vCPU VM, 2026-11-28); at the fit's sleeping
+poll (~17 µs) that alone exceeded the measured CPU, and the fit zeroed read +
+write. The thread gives 0.02-0.11 at 6-10 µs per batch, and at c=1 P=16 the
+real server's 0.062 sleeps per SET.
 
 ``CpuParts`` splits a model run's main-thread CPU per command into the parts
 the calibrated costs scale (read + write, the command, sleeping polls) and the
@@ -30,9 +43,25 @@ from redsim.live import load
 KEY_SIZE = len(load.PREFIX) + 12
 """Bytes of the keys redis-benchmark and ``load.fill`` write (prefix + 12 digits)."""
 LOOPBACK_RTT_S = 30e-6
-"""Loopback round trip of a small request between two processes on one host, s
-(the model's network.rtt on this side; redis-benchmark's own time per request
-is folded into the matched think time)."""
+"""Loopback round trip of a small request between two processes on one host, s,
+when the client's own CPU is not modelled (the model's network.rtt for the
+remote stand-in, which folds redis-benchmark's time per request into it)."""
+BENCH_RTT_S = 16e-6
+"""The same round trip when redis-benchmark's thread is modelled (``bench_thread``), s:
+what a lone connection's cycle leaves besides the two processes' CPU. Intel
+2-vCPU VM, redis-server 7.0.15, 2026-11-28, 3 runs each: c=1 P=1 SET at
+12.5K/s (80 µs a cycle) with 33 µs of server and 30 µs of redis-benchmark CPU
+per request (wake-ups included), 17 µs left; c=1 P=16 at 155K/s (103 µs a
+batch), 50 + 37 µs, 16 µs left."""
+BENCH_CLIENT_US = 8.0
+"""redis-benchmark's CPU per request batch when the load's own was not
+measured, µs (the same VM, c=50 P=1 SET: 7.8-8.5 µs; P=16: 8.5-9.4 µs a
+batch); the rate matching corrects it."""
+MIN_CLIENT_US = 0.5
+"""The cheapest the matching makes redis-benchmark's batch, µs."""
+MIN_THINK_S = 1e-6
+"""The shortest think time the matching gives a lone connection, s (less is
+none: under 2 % of its ~80 µs cycle)."""
 
 
 def model_version_of(server_version: str) -> str:
@@ -62,12 +91,14 @@ def scenario(version: str, calibration: Path | None = None, **fields: Any) -> di
 
 
 def bench_group(clients: int, pipeline: int, think_s: float, command: str = "SET",
-                value_size: int = 3, keys: int = 100_000, fixed_think: bool = False
-                ) -> dict[str, Any]:
+                value_size: int = 3, keys: int = 100_000, fixed_think: bool = False,
+                keyspace: dict[str, Any] | None = None) -> dict[str, Any]:
     """A client group like redis-benchmark's: ``clients`` connections, one batch
     each, an exponential think time of mean ``think_s`` between a reply and the
     next request (``fixed_think``: exactly ``think_s``, for a group whose one
-    request must come at a known time, e.g. after the figure is read).
+    request must come at a known time, e.g. after the figure is read);
+    ``keyspace``: fields over its ``keys`` uniform preloaded strings (a list's
+    or a hash's ``type``, for LPUSH or HSET onto one key).
 
     Why not a fixed think time: 50 clients with one fixed think and the model's
     fixed costs lock into step, and 1 % more think moved the sleeping polls per
@@ -81,7 +112,8 @@ def bench_group(clients: int, pipeline: int, think_s: float, command: str = "SET
     return {"name": "bench", "kind": "closed", "processes": clients, "threads": 1,
             "pool": {"max-size": 1}, "pipeline": pipeline, "think": think,
             "mix": {command: 1}, "key-size": KEY_SIZE, "value-size": value_size,
-            "keyspace": {"keys": keys, "distribution": "uniform", "preload": 1.0}}
+            "keyspace": {"keys": keys, "distribution": "uniform", "preload": 1.0,
+                         **(keyspace or {})}}
 
 
 def run(sc: dict[str, Any], seed: int = 1):
@@ -93,27 +125,68 @@ def run(sc: dict[str, Any], seed: int = 1):
 
 
 MATCHING_RUNS = 3
-"""Model runs of ``run_matched``: a first guess of the think time and two
+"""Model runs of ``run_matched``: one at the client's measured cost and two
 corrections (the rate then within ~1 % of the real one)."""
+
+
+def bench_thread(clients: int, pipeline: int, client_us: float, think_s: float = 0.0,
+                 command: str = "SET", value_size: int = 3, keys: int = 100_000,
+                 keyspace: dict[str, Any] | None = None) -> dict[str, Any]:
+    """redis-benchmark as it runs: ``bench_group``'s connections driven by one
+    client thread on the server's host (``placement: same-host``, one
+    ``client-threads``) that spends ``client_us`` µs per request batch, so that
+    its requests reach the server in clumps as the real one's do; ``think_s``:
+    an exponential think time per connection on top (0: none, as redis-benchmark)."""
+    g = bench_group(clients, pipeline, think_s, command, value_size, keys, keyspace=keyspace)
+    g.update({"placement": "same-host", "client-threads": 1,
+              "client-cpu": f"{client_us!r}us", "client-cpu-per-command": "0us"})
+    return g
 
 
 def run_matched(base: dict[str, Any], clients: int, pipeline: int, rate: float,
                 command: str = "SET", value_size: int = 3, saturate: bool = False,
-                runs: int = MATCHING_RUNS, keys: int = 100_000):
+                runs: int = MATCHING_RUNS, keys: int = 100_000,
+                client_us: float | None = None, keyspace: dict[str, Any] | None = None):
     """Run ``base`` (a ``scenario()``) with redis-benchmark's load (``-r keys``)
-    at the real ``rate`` (commands/s), correcting the think time ``runs`` - 1
-    times; ``saturate``: think 0 (the server sets the rate), one run. Returns
-    the last Result."""
-    think = 0.0 if saturate else max(clients * pipeline / rate - LOOPBACK_RTT_S, 0.0)
+    at the real ``rate`` (commands/s): its thread (``bench_thread``) at
+    ``client_us`` µs per batch (its measured CPU; None: ``BENCH_CLIENT_US``),
+    correcting the rate ``runs`` - 1 times; ``saturate``: independent clients
+    with no think time (the server sets the rate), one run; ``keyspace``: as
+    ``bench_group``'s. Returns the last Result.
+
+    Each correction moves a connection's cycle by D = cP/X_real − cP/X_model.
+    With several connections the thread's cost per batch takes it (c batches a
+    cycle when the thread is the bottleneck, as redis-benchmark is at c=50
+    P=1; a server that is the bottleneck sets the rate whatever the client
+    costs, and the fitted costs, not the client, then match it). A lone
+    connection waits for each reply: a think time takes D while there is any
+    to spend, then the thread's cost. (A think time under a many-connection
+    thread would hide behind the other connections' work, and the model's
+    exponential think clock ticks at c/Z: 14 ns of think over 50 connections
+    once cost a 2.5-s run 5 minutes.)"""
+    if saturate:
+        sc = merge(base, {"clients": [bench_group(clients, pipeline, 0.0, command,
+                                                  value_size, keys, keyspace=keyspace)]})
+        return run(sc)
+    cpu = BENCH_CLIENT_US if client_us is None else client_us
+    think = 0.0
+    base = merge(base, {"network": {"rtt": BENCH_RTT_S}})
     result = None
-    for _ in range(1 if saturate else runs):
-        sc = merge(base, {"clients": [bench_group(clients, pipeline, think, command,
-                                                  value_size, keys)]})
+    for _ in range(runs):
+        sc = merge(base, {"clients": [bench_thread(clients, pipeline, cpu, think, command,
+                                                   value_size, keys, keyspace)]})
         result = run(sc)
         x = result.summary["ops_per_sec"]
-        if saturate or x <= 0:
+        if x <= 0:
             break
-        think = max(think + clients * pipeline / rate - clients * pipeline / x, 0.0)
+        d = clients * pipeline * (1 / rate - 1 / x)
+        if clients > 1:
+            cpu = max(cpu + d * 1e6 / clients, MIN_CLIENT_US)
+            continue
+        think += d
+        if think < MIN_THINK_S:
+            cpu = max(cpu + min(think, 0.0) * 1e6, MIN_CLIENT_US)
+            think = 0.0
     return result
 
 
@@ -305,7 +378,8 @@ def fit_in_model(version: str, fitted: list[tuple[Any, float]],
         out = []
         for p, rate in points:
             out.append(CpuParts.of(run_matched(base, p.clients, p.pipeline, rate,
-                                               runs=budget.matching),
+                                               runs=budget.matching,
+                                               client_us=p.client_us_per_batch),
                                    iteration, max(wake, 1e-3)))
             note()
         return out

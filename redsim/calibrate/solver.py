@@ -48,12 +48,21 @@ class CpuPoint:
         pipeline: commands per request batch (redis-benchmark ``-P``).
         us_per_request: main-thread CPU per command, µs.
         sleeps_per_request: ``epoll_wait`` sleeps per command (None: unknown).
+        client_us_per_request: the load generator's own CPU per command, µs
+            (redis-benchmark's, from getrusage; None: unknown).
     """
 
     clients: int
     pipeline: int
     us_per_request: float
     sleeps_per_request: float | None = None
+    client_us_per_request: float | None = None
+
+    @property
+    def client_us_per_batch(self) -> float | None:
+        """The load generator's CPU per request batch (``pipeline`` commands), µs."""
+        c = self.client_us_per_request
+        return None if c is None else c * self.pipeline
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from pydantic import (
     model_validator,
 )
 
+from redsim.config import host_presets
 from redsim.config.directives import (
     DIRECTIVE_ALIASES,
     KNOWN_REDIS_DIRECTIVES,
@@ -42,6 +43,7 @@ from redsim.config.directives import (
     REDIS_DEFAULTS,
 )
 from redsim.config.errors import BadValue, did_you_mean, show, show_path
+from redsim.config.host_presets import HOST_PRESETS
 from redsim.config.redis_conf import OBUF_CLASSES, quote_arg
 from redsim.config.units import (
     MAX_DURATION_S,
@@ -946,7 +948,13 @@ class HostNetwork(_Model):
 
 class Host(_Model):
     """The machine Redis runs on: its cores and their scheduler (``redsim/host``),
-    what fork() and copy-on-write cost (``model/fork.py``)."""
+    its caches (``model/cpu_caches.py``), what fork() and copy-on-write cost
+    (``model/fork.py``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset_sizes(cls, data: Any) -> Any:
+        return host_presets.fill(data) if isinstance(data, dict) else data
 
     cores: Annotated[int | None, _v(_optional(partial(parse_int, minimum=1,
                                                       maximum=4096)))] = None
@@ -968,6 +976,11 @@ class Host(_Model):
     scheduler_window: PositiveSeconds = 1e-3
     """How often the host re-divides its cores among the runnable threads, s: the
     threads' demand is measured over one window and sets their shares in the next."""
+    preset: Annotated[str | None, _v(_optional(_choice(tuple(HOST_PRESETS))))] = None
+    """A cloud instance family (``redsim/config/host_presets.py``: aws-c7i,
+    aws-r7g, gcp-c3, azure-dv5, ...) whose processor's published cache and TLB
+    sizes fill ``l2``, ``llc`` and ``tlb-reach`` where this section gives none;
+    None: the reference VM's."""
     l2: Bytes = 2 << 20
     """Bytes of L2 cache a core has (``/sys/devices/system/cpu/cpu0/cache/index2/size``;
     ``redsim calibrate`` reads it). The default is the reference VM's."""
@@ -980,6 +993,16 @@ class Host(_Model):
     entries × 4 KB (1,536 on Intel since Skylake, 2,048 on AMD Zen 3/4 and
     Graviton 3). Redis 7 turns transparent huge pages off for itself
     (``disable-thp``), so its heap is mapped in 4 KB pages."""
+    client_cpu: OptionalCostUs = None
+    """CPU a load generator on this host spends per request batch of one
+    command, µs: the ``client-cpu`` of every same-host client group that does
+    not give its own (None: theirs, 11 µs). ``redsim calibrate`` measures
+    redis-benchmark's (getrusage of its process during the CPU loads) and
+    writes it here, so that same-host throughput follows the calibrated host's
+    client, not the reference host's."""
+    client_cpu_per_command: OptionalCostUs = None
+    """The same for each further command of a pipelined batch, µs: the
+    ``client-cpu-per-command`` of same-host groups that do not give theirs."""
     network: HostNetwork = Field(default_factory=HostNetwork)
 
     transparent_huge_pages: Annotated[Thp, _literal(Thp)] = "madvise"
@@ -1921,7 +1944,7 @@ class ClientGroup(_Model):
     (reading the reply, writing the next request), µs. Measured: redis-benchmark
     7.0 on the reference 2-vCPU VM, GET or SET at 50 connections, 11.0-11.1 µs
     per request at pipeline 1. ``redsim calibrate`` measures redis-benchmark's
-    on your host (``client.cpu_per_batch``, evidence in the file)."""
+    on your host (``host.client-cpu``, which a group without its own takes)."""
     client_cpu_per_command: CostUs = 0.15
     """same-host: CPU per further command of a pipelined batch (parsing one more
     reply, formatting one more request), µs: a batch of P commands costs
@@ -2159,17 +2182,37 @@ def _default_clients() -> list[ClientGroup]:
     return [ClientGroup(name="group0")]
 
 
-def _name_groups(data: Any) -> Any:
+def _name_groups(data: Any, host: Any = None) -> Any:
     """Name unnamed client groups by position (``group0``, ...), so that results and
-    errors can refer to them."""
+    errors can refer to them; give a same-host group without client costs of its
+    own the host's (``Host.client_cpu``), from ``host`` (the scenario's raw
+    ``host:`` section; default: ``data``'s own)."""
     if not isinstance(data, dict) or not isinstance(data.get("clients"), list):
         return data
+    host = data.get("host") if host is None else host
     groups = []
     for i, group in enumerate(data["clients"]):
         if isinstance(group, dict) and group.get("name") is None:
             group = {**group, "name": f"group{i}"}
-        groups.extend(_surge_groups(group))
+        groups.extend(_surge_groups(_host_client_costs(group, host)))
     return {**data, "clients": groups}
+
+
+_HOST_CLIENT_COSTS = (("client-cpu", "client_cpu"),
+                      ("client-cpu-per-command", "client_cpu_per_command"))
+
+
+def _host_client_costs(group: Any, host: Any) -> Any:
+    """``group`` with the host's ``client-cpu`` / ``client-cpu-per-command`` where
+    it is a same-host group that does not set them itself."""
+    if not (isinstance(group, dict) and isinstance(host, dict)
+            and group.get("placement") == "same-host"):
+        return group
+    for names in _HOST_CLIENT_COSTS:
+        given = next((host[n] for n in names if host.get(n) is not None), None)
+        if given is not None and not any(n in group for n in names):
+            group = {**group, names[0]: given}
+    return group
 
 
 def _surge_groups(group: Any) -> list[Any]:
@@ -2292,11 +2335,13 @@ class Scenario(_Model):
     @classmethod
     def _name_groups(cls, data: Any) -> Any:
         data = _name_groups(data)
-        # Each listed instance's server: is the scenario's with its own keys over it.
+        # Each listed instance's server: is the scenario's with its own keys over
+        # it; its same-host groups take the host's client costs as the top's do.
         if isinstance(data, dict) and isinstance(data.get("instances"), list):
             top = data.get("server") or {}
             data = {**data, "instances": [
-                {**inst, "server": _merge_server(top, inst.get("server") or {})}
+                _name_groups({**inst, "server": _merge_server(top, inst.get("server") or {})},
+                             data.get("host"))
                 if isinstance(inst, dict) else inst for inst in data["instances"]]}
         return data
 

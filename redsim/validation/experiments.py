@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from redsim.calibrate import replay
 from redsim.calibrate.replay import KEY_SIZE, LOOPBACK_RTT_S
 from redsim.live import load
 from redsim.validation.lab import Lab
@@ -118,15 +119,24 @@ def _cpu_real(clients: int, pipeline: int, requests: int) -> Callable[[Lab], Rea
         vals: list[float] = []
         rates: list[float] = []
         sleeps: list[float] = []
+        client: list[float] = []
         # Full-length loads in the quick subset too: a 10K-request lone-client
         # load lasts under a second, and the CPU rows are what drift most.
         for _ in range(lab.reps):
-            us, rps, s = lab.cpu_per_request("SET", clients, pipeline, requests)
+            us, rps, s, c = lab.cpu_per_request("SET", clients, pipeline, requests)
             vals.append(us)
             rates.append(rps)
             sleeps.append(s)
-        return Real(vals, {"rates": rates, "sleeps": sleeps})
+            client.append(c)
+        return Real(vals, {"rates": rates, "sleeps": sleeps, "client": client})
     return real
+
+
+def client_batch_us(real: Real, pipeline: int) -> float | None:
+    """redis-benchmark's median CPU per request batch over a row's repetitions,
+    µs (None where getrusage gave none)."""
+    c = [x for x in real.detail.get("client", []) if math.isfinite(x)]
+    return statistics.median(c) * pipeline if c else None
 
 
 def _cpu_model(clients: int, pipeline: int, saturate: bool = False
@@ -135,7 +145,8 @@ def _cpu_model(clients: int, pipeline: int, saturate: bool = False
         # At the median rate, as the calibration fits its loads (and as the
         # row's figure is the median CPU per SET).
         rate = statistics.median(real.detail["rates"])
-        res = lab.model_matched(clients, pipeline, rate, saturate=saturate)
+        res = lab.model_matched(clients, pipeline, rate, saturate=saturate,
+                                client_us=client_batch_us(real, pipeline))
         return lab.model_cpu_per_request(res)
     return model
 
@@ -230,14 +241,13 @@ def _keys_model(size: int) -> Callable[[Lab, Real], float]:
 
 CLUMPED_ARRIVALS = (
     "redis-benchmark's one thread sends its requests in clumps (a batch of replies "
-    "read, a batch of requests written), so the real server sleeps ~0.13 times per "
-    "SET at ~77 % busy; the model's stand-in, 50 independent clients, ~0.25. The "
-    "calibration absorbs that at its own rate, but when the client's rate moves "
-    "before this row (the host drifts) the model's CPU per SET moves with its "
-    "sleeps (13.3 us at 50K SET/s, 9.6 at 80K, 7.5 at 110K) more than the server's")
-"""Why a 50-connection P = 1 or P = 4 row can miss (measured 2026-11-24: real
-sleeps per SET 0.08-0.19 at 74-91K SET/s over 21 loads of 1-50 connections;
-the model at the validation's calibration, 50K-110K SET/s)."""
+    "read, a batch of requests written); the model runs that thread "
+    "(replay.bench_thread) at the cost per batch that matches the row's rate, but "
+    "its sleeps per SET follow that cost steeply (0.02-0.11 at 6-10 us a batch, "
+    "where the real server slept 0.05-0.07), and each sleep costs a wake-up")
+"""Why a 50-connection P = 1 or P = 4 row can miss (Intel 2-vCPU VM, 2026-11-28;
+until issue #43 the stand-in was 50 independent clients, which slept 0.18
+times per SET against the real 0.05 and made the full calibration refuse)."""
 
 CPU_REPS = 5
 """Repetitions of a CPU row: two before the calibration, three after. With
@@ -372,7 +382,9 @@ def _aof_real(clients: int, requests: int) -> Callable[[Lab], Real]:
     def real(lab: Lab) -> Real:
         """redis-benchmark SET throughput with appendfsync always over everysec."""
         r = lab.client
-        ratios, rates = [], []
+        ratios: list[float] = []
+        rates: list[float] = []
+        client: list[float] = []
         r.config_set("appendonly", "yes")
         try:
             while int(r.info("persistence")["aof_rewrite_in_progress"]):
@@ -386,11 +398,12 @@ def _aof_real(clients: int, requests: int) -> Callable[[Lab], Real]:
                                       requests // 5)
                 ratios.append(always.rps / every.rps)
                 rates.append(every.rps)
+                client.append(every.client_cpu_s / requests * 1e6)
         finally:
             r.config_set("appendfsync", "everysec")
             r.config_set("appendonly", "no")
             load.delete_prefix(r)
-        return Real(ratios, {"rate": sum(rates) / len(rates)})
+        return Real(ratios, {"rate": sum(rates) / len(rates), "client": client})
     return real
 
 
@@ -398,10 +411,13 @@ def _aof_model(clients: int) -> Callable[[Lab, Real], float]:
     def model(lab: Lab, real: Real) -> float:
         rate = real.detail["rate"]
         every = lab.model_matched(clients, 1, rate, extra={
-            "server": {"appendonly": "yes", "appendfsync": "everysec"}})
-        think = float(every.scenario.clients[0].think.mean)
+            "server": {"appendonly": "yes", "appendfsync": "everysec"}},
+            client_us=client_batch_us(real, 1))
+        g = every.scenario.clients[0]  # redis-benchmark's thread, as matched
         sc = lab.scenario(server={"appendonly": "yes", "appendfsync": "always"},
-                          clients=[lab.bench_group(clients, 1, think)])
+                          network={"rtt": replay.BENCH_RTT_S},
+                          clients=[replay.bench_thread(clients, 1, float(g.client_cpu),
+                                                       float(g.think.mean))])
         always = lab.model_run(sc)
         return float(always.summary["ops_per_sec"] / every.summary["ops_per_sec"])
     return model
@@ -452,9 +468,10 @@ EXPERIMENTS += [
                "drift between the calibration and this load", False,
                _aof_real(50, 100_000), _aof_model(50),
                known_gap="redis-benchmark's one client thread sets the everysec rate by "
-               "its own CPU per reply; the model's clients have no CPU and stand in with a "
-               "think time (exponential, its mean matched to the rate), which does not "
-               "shrink when Redis slows down", cap=CAP_RATIO),
+               "its own CPU per reply; the model runs that thread (replay.bench_thread) at "
+               "the cost that matches the everysec rate, and the always load with the same "
+               "thread: a gap here is the fsync distribution's or the write path's",
+               cap=CAP_RATIO),
     Experiment("aof_always_over_everysec_c1", "SET throughput, appendfsync always / everysec "
                "(1 connection, pipeline 1)", "ratio", 0.25,
                "as above; one connection, so a think time is what the client does",

@@ -7,7 +7,8 @@ CPU's caches), the value size (64 B to 4 KB), the command (counters, hashes,
 lists), the pipeline depth and the connections — and compare the main
 thread's CPU per command of a real redis-server with the model's, saturated
 where the load saturates the server (so redis-benchmark's clumped arrivals,
-``experiments.CLUMPED_ARRIVALS``, do not enter), at the real rate otherwise.
+``experiments.CLUMPED_ARRIVALS``, matter least), at the real rate otherwise,
+with redis-benchmark's thread at its measured CPU (``replay.run_matched``).
 The throughput rows put redis-benchmark on the model's host too
 (``placement: same-host`` on 2 cores), whose own CPU is then modelled.
 
@@ -20,11 +21,12 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from redsim.calibrate import dataset
 from redsim.calibrate.measure import BENCH_COMMANDS
 from redsim.live import load
-from redsim.validation.experiments import CAP_CPU, CAP_THROUGHPUT, Experiment, Real
+from redsim.validation.experiments import CAP_CPU, CAP_THROUGHPUT, Experiment, Real, client_batch_us
 from redsim.validation.lab import Lab
 
 
@@ -43,6 +45,10 @@ class Workload:
     requests: int
     saturate: bool = True
     populate: bool = True
+    keyspace: tuple[tuple[str, Any], ...] = ()
+    """The model's keyspace fields over ``keys`` strings (one list or hash for
+    LPUSH or HSET: on a string key Redis answers WRONGTYPE; ``keys`` is then
+    redis-benchmark's ``-r``, the hash's fields)."""
 
     def args(self) -> list[str]:
         """The redis-benchmark command line (``V``: a value of ``value_size`` bytes)."""
@@ -56,17 +62,20 @@ def _real(w: Workload, figure: str) -> Callable[[Lab], Real]:
         if w.populate:
             dataset.populate(r, 0, w.keys, w.value_size)
         load.settle(r)
-        vals, rates = [], []
+        vals: list[float] = []
+        rates: list[float] = []
+        client: list[float] = []
         try:
             for _ in range(lab.reps):
                 res, d = lab.bench(w.args(), w.clients, w.pipeline, w.requests,
                                    keyspace=w.keys)
                 calls = d.calls(w.command)
                 rates.append(res.rps)
+                client.append(res.client_cpu_s / w.requests * 1e6)
                 vals.append(d.cpu_s / calls * 1e6 if figure == "cpu" else res.rps)
         finally:
             load.delete_prefix(r)
-        return Real(vals, {"rates": rates})
+        return Real(vals, {"rates": rates, "client": client})
     return real
 
 
@@ -79,7 +88,9 @@ def _model(w: Workload, figure: str) -> Callable[[Lab, Real], float]:
             return float(res.summary["ops_per_sec"])
         rate = statistics.median(real.detail["rates"])
         res = lab.model_matched(w.clients, w.pipeline, rate, w.command, w.value_size,
-                                saturate=w.saturate, keys=w.keys)
+                                saturate=w.saturate, keys=w.keys,
+                                client_us=client_batch_us(real, w.pipeline),
+                                keyspace=dict(w.keyspace))
         return lab.model_cpu_per_request(res)
     return model
 
@@ -110,9 +121,12 @@ ROWS: list[tuple[str, str, Workload, str]] = [
     ("held_incr", "held out: CPU per INCR, 100 K counters, 50 connections, P16",
      Workload("INCR", 100_000, 0, 50, 16, 600_000, populate=False), "cpu"),
     ("held_hset", "held out: CPU per HSET of one hash (100 K fields of 64 B), 50 connections, "
-     "P16", Workload("HSET", 100_000, 64, 50, 16, 600_000, populate=False), "cpu"),
+     "P16", Workload("HSET", 100_000, 64, 50, 16, 600_000, populate=False,
+                     keyspace=(("keys", 1), ("type", "hash"), ("elements", 100_000),
+                               ("member-size", len("f") + 12), ("preload", 0.0))), "cpu"),
     ("held_lpush", "held out: CPU per LPUSH of 64 B onto one list, 50 connections, P16",
-     Workload("LPUSH", 1, 64, 50, 16, 600_000, populate=False), "cpu"),
+     Workload("LPUSH", 1, 64, 50, 16, 600_000, populate=False,
+              keyspace=(("type", "list"), ("member-size", 64), ("preload", 0.0))), "cpu"),
     ("held_tput_get_1m", "held out: GET throughput, 1 M keys of 64 B, P16, redis-benchmark on "
      "the same 2-vCPU host (same-host client CPU modelled)", GET_1M, "throughput"),
     ("held_tput_get_p1", "held out: GET throughput, 100 K keys of 64 B, 50 connections, P1, "

@@ -63,13 +63,14 @@ class Lab:
         return res, Delta(a, snapshot(r, self.server.pid))
 
     def cpu_per_request(self, command: str, clients: int, pipeline: int, requests: int,
-                        value_size: int = 3) -> tuple[float, float, float]:
-        """(µs of main-thread CPU per command, commands/s, epoll sleeps per command)."""
+                        value_size: int = 3) -> tuple[float, float, float, float]:
+        """(µs of main-thread CPU per command, commands/s, epoll sleeps per command,
+        µs of redis-benchmark's own CPU per command)."""
         args = [command, load.key_pattern()] + (["x" * value_size] if command == "SET" else [])
         res, d = self.bench(args, clients, pipeline, requests)
         calls = d.calls(command)
         sleeps = (d.sleeps or 0) / calls
-        return d.cpu_s / calls * 1e6, res.rps, sleeps
+        return d.cpu_s / calls * 1e6, res.rps, sleeps, res.client_cpu_s / requests * 1e6
 
     # -- the model side (redsim/calibrate/replay.py) -----------------------------
 
@@ -83,12 +84,17 @@ class Lab:
 
     def model_matched(self, clients: int, pipeline: int, rate: float, command: str = "SET",
                       value_size: int = 3, extra: dict[str, Any] | None = None,
-                      saturate: bool = False, keys: int = 100_000):
+                      saturate: bool = False, keys: int = 100_000,
+                      client_us: float | None = None,
+                      keyspace: dict[str, Any] | None = None):
         """Run the model with redis-benchmark's load (``-r keys``) at the real
-        ``rate`` (commands/s); ``saturate``: think 0 (the server sets the rate).
-        Returns the last Result."""
+        ``rate`` (commands/s), its thread at ``client_us`` µs per request batch
+        (its measured CPU; None: ``replay.BENCH_CLIENT_US``); ``saturate``:
+        independent clients, no think time (the server sets the rate). Returns
+        the last Result; ``keyspace``: fields over the group's (``replay.bench_group``)."""
         return replay.run_matched(self.scenario(**(extra or {})), clients, pipeline, rate,
-                                  command, value_size, saturate, keys=keys)
+                                  command, value_size, saturate, keys=keys,
+                                  client_us=client_us, keyspace=keyspace)
 
 
 def mean_cv(values: list[float]) -> tuple[float, float]:
