@@ -52,7 +52,7 @@ def test_quick_calibration_measures_the_cpu_costs_within_three_minutes(tmp_path)
     for title in ("1. CPU per request: ~", "2. fit in the model: ~", "3. CPU per command: ~"):
         assert title in said
     assert "not measured (a scenario using the file keeps the model's defaults for them): " \
-           "memory, clients, eviction, disk, fork" in said
+           "caches, memory, clients, eviction, disk, fork" in said
     # A line as each step ends, with its time against the estimate.
     for i, title in enumerate(("CPU per request", "fit in the model", "CPU per command"), 1):
         assert f"[{i}/3] {title}: done in " in said
@@ -68,8 +68,8 @@ def test_quick_calibration_measures_the_cpu_costs_within_three_minutes(tmp_path)
     assert {"read", "write", "wakeup"} <= set(cpu)
     assert set(cpu["commands"]) == {"SET", "GET"}
     assert all(float(str(v).removesuffix("us")) > 0 for v in (cpu["read"], cpu["write"]))
-    assert set(doc["not-measured"]) == {"memory", "clients", "eviction", "disk", "fork",
-                                        "commands"}
+    assert set(doc["not-measured"]) == {"caches", "memory", "clients", "eviction", "disk",
+                                        "fork", "commands"}
     assert doc["not-measured"]["fork"]["why"] == "a quick calibration (--quick)"
     assert [s["step"] for s in doc["made"]["steps"]] == ["cpu.loads", "cpu.fit", "cpu.commands"]
     # The command says so at the end, a part a line.

@@ -56,10 +56,11 @@ def miss_note(scenario: Any) -> list[str]:
              if "miss" in scenario.engine.cpu.model_fields_set
              else "the reference VM's defaults; `redsim calibrate --only caches` measures "
                   "yours")
+    preset = f", {scenario.host.preset}'s" if scenario.host.preset else ""
     return [f"CPU costs: cache and TLB misses per key access over the calibrated dataset's "
             f"({on.keys:,} keys of {on.value_size} B): {parts} (host.llc "
-            f"{scenario.host.llc / 2**20:.0f} MiB; miss costs: {whose}; `engine.cpu.miss: "
-            "none` if the costs were measured on this dataset)"]
+            f"{scenario.host.llc / 2**20:.0f} MiB{preset}; miss costs: {whose}; "
+            "`engine.cpu.miss: none` if the costs were measured on this dataset)"]
 
 
 def cost_notes(scenario: Any) -> list[str]:

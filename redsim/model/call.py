@@ -69,7 +69,7 @@ from redsim.model.locality import hot_or_rest, recent_or_rest, remember, slide
 from redsim.model.propagate import propagate
 from redsim.model.protocol import bulk, digits, elements, header, value_bytes_moved
 from redsim.model.rng import draw, peek_uniform, uniform
-from redsim.model.state import DIRTY, KS_KEYS, LAZY_USER_DEL, T
+from redsim.model.state import C_ONE_KEY_MISS, DIRTY, KS_KEYS, LAZY_USER_DEL, T
 from redsim.model.world import prefetch
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -278,8 +278,12 @@ def call(w, c):
         elif effect == EFFECT_COLLECTION and w.gp_coll_kind[g] >= 0:
             touched, moved, changed, extra = collection_command(
                 w, c, g, key, w.tb_cmd_coll[cmd], k, n)
-        # The keys' cache and TLB misses past the calibrated dataset's (cpu_caches).
-        unscaled += w.gp_miss_cpu[g] * k
+        # The keys' cache and TLB misses past the calibrated dataset's (cpu_caches);
+        # a collection command looks one key up, and its cost was measured on one.
+        if effect == EFFECT_COLLECTION:
+            unscaled += w.gp_miss_cpu[g] + w.F[C_ONE_KEY_MISS]
+        else:
+            unscaled += w.gp_miss_cpu[g] * k
     if w.tb_cmd_write[cmd] and changed > 0:
         # call() → propagate: the command goes to the AOF and the replicas as it was sent.
         w.I[DIRTY] += changed
