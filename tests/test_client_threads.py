@@ -150,3 +150,17 @@ def test_a_same_host_group_takes_the_hosts_client_costs_unless_it_has_its_own(tm
                   instances=[{"name": "a", "clients": ONE["clients"]}])
     inst = load_scenario(listed).instances[0]
     assert inst.clients[0].client_cpu == 7.5
+
+
+def test_a_run_says_when_a_same_host_clients_cpu_is_the_reference_hosts():
+    from redsim.config.cost_sources import client_note
+
+    # The default client-cpu is redis-benchmark's on the reference VM (11 µs);
+    # a planner's client on another host can differ by 30 % (7.5 µs on the
+    # Intel VM), and same-host throughput follows it: the run must say so, and
+    # stay quiet once the group or the host gives its own.
+    (line,) = client_note(load_scenario(ONE))
+    assert "bench on Redis's host at the default 11 µs" in line and "host.client-cpu" in line
+    assert client_note(load_scenario(_group(**{"client-cpu": 8}))) == []
+    assert client_note(load_scenario(changed(ONE, host={"client-cpu": "7.5us"}))) == []
+    assert client_note(load_scenario(_group(placement="remote"))) == []

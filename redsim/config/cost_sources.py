@@ -63,10 +63,26 @@ def miss_note(scenario: Any) -> list[str]:
             "`engine.cpu.miss: none` if the costs were measured on this dataset)"]
 
 
+def client_note(scenario: Any) -> list[str]:
+    """A line naming the same-host client groups whose CPU per request batch is
+    the default (redis-benchmark's on the reference host), neither their own
+    ``client-cpu`` nor the host's (``host.client-cpu``, which a calibration
+    writes): their throughput follows that host's client, not this one's."""
+    groups = [g for g in scenario.clients if g.placement == "same-host"
+              and "client_cpu" not in g.model_fields_set]
+    if not groups:
+        return []
+    names = ", ".join(g.name for g in groups)
+    return [f"client CPU: {names} on Redis's host at the default {groups[0].client_cpu:g} µs "
+            "a request batch (redis-benchmark on the reference host; 7.5 µs on the Intel "
+            "2-vCPU VM); `redsim calibrate` measures yours (host.client-cpu)"]
+
+
 def cost_notes(scenario: Any) -> list[str]:
     """Lines saying where the run's main-thread CPU costs come from (empty when
-    every command it sends is costed by a calibration or the scenario)."""
-    return _source_notes(scenario) + miss_note(scenario)
+    every command it sends is costed by a calibration or the scenario), and
+    its same-host clients' CPU when it is the default."""
+    return _source_notes(scenario) + miss_note(scenario) + client_note(scenario)
 
 
 def _source_notes(scenario: Any) -> list[str]:
@@ -95,4 +111,4 @@ def _source_notes(scenario: Any) -> list[str]:
     return []
 
 
-__all__ = ["REFERENCE_HOST", "cost_notes", "miss_note", "sent_commands"]
+__all__ = ["REFERENCE_HOST", "client_note", "cost_notes", "miss_note", "sent_commands"]
