@@ -312,8 +312,9 @@ def _size_arg(text: str) -> int:
 def _calibration_for(args, max_bytes: float):
     """``--for SCENARIO``: the commands its groups send that redis-benchmark can
     drive (SET always: the per-request fit's loads), the dataset sweep of its
-    value sizes and keyspace, and the eviction loads' value size (that of its
-    group with the most keys); says what it leaves to the defaults."""
+    value sizes and keyspace, the eviction loads' value size (that of its
+    group with the most keys) and its collection commands' element sizes; says
+    what it leaves to the defaults."""
     from redsim.calibrate import dataset
     from redsim.calibrate.measure import BENCH_COMMANDS
     from redsim.config.cost_sources import sent_commands
@@ -330,6 +331,9 @@ def _calibration_for(args, max_bytes: float):
     if left:
         print(f"  {', '.join(left)}: no redis-benchmark load drives them; they keep the "
               "model's default costs (a run with this calibration names them)")
+    sizes = collection_value_sizes(scenario, commands)
+    if sizes:
+        print("  " + ", ".join(f"{c} with {v}-byte elements" for c, v in sizes.items()))
     bulk = max(scenario.clients, key=lambda g: g.keyspace.keys)
     eviction_value_size = max(1, round(bulk.value_size.mean))
     print(f"  eviction measured with {eviction_value_size}-byte values (group {bulk.name}, "
@@ -338,7 +342,28 @@ def _calibration_for(args, max_bytes: float):
     if cut:
         print(f"  the {', '.join(f'{v} B' for v in cut)} sweep stops short of the scenario's "
               f"{sweep.sizes[-1]:,} keys at --max-dataset {max_bytes / 2**30:.3g} GiB")
-    return commands, sweep, eviction_value_size
+    return commands, sweep, eviction_value_size, sizes
+
+
+def collection_value_sizes(scenario, commands: tuple[str, ...]) -> dict[str, int]:
+    """Bytes of each collection command's element (a list's or set's member, a
+    hash's value), from the first group that sends it: what ``--for`` measures
+    the command with (a list's pushes cost more with larger elements: LPUSH
+    0.75 µs with 3 B, 0.89 with 64 B on the Intel VM)."""
+    from redsim.calibrate.measure import BENCH_COMMANDS
+    from redsim.model.commands import COMMANDS
+
+    out: dict[str, int] = {}
+    for g in scenario.clients:
+        ks = g.keyspace
+        for m in g.mix or ():
+            cmd = m.command.upper()
+            sends = "V" in BENCH_COMMANDS.get(cmd, ())  # its load carries a value
+            if cmd in commands and cmd not in out and sends and COMMANDS[cmd].type is not None \
+                    and ks.type != "string":
+                size = g.value_size.mean if ks.type == "hash" else ks.member_size or 10
+                out[cmd] = max(1, round(size))
+    return out
 
 
 def cmd_calibrate(args) -> int:
@@ -382,8 +407,10 @@ def cmd_calibrate(args) -> int:
 
     sweep = dataset.Sweep(max_bytes=args.max_dataset or dataset.MAX_DATASET)
     eviction_value_size = None
+    value_sizes: dict[str, int] = {}
     if args.for_scenario:
-        commands, sweep, eviction_value_size = _calibration_for(args, sweep.max_bytes)
+        commands, sweep, eviction_value_size, value_sizes = _calibration_for(
+            args, sweep.max_bytes)
     print("redsim calibrate" + (" --quick: the per-request and per-command CPU costs only"
                                 if args.quick else "")
           + "; keys use the prefix redsim:calib: and are deleted at the end")
@@ -393,8 +420,9 @@ def cmd_calibrate(args) -> int:
                         commands=commands, reps=args.reps,
                         data_dir=Path(args.data_dir) if args.data_dir else None,
                         quick=args.quick, progress=False if args.no_progress else None,
-                        sweep=sweep, **({"eviction_value_size": eviction_value_size}
-                                        if eviction_value_size is not None else {}))
+                        sweep=sweep, value_sizes=value_sizes,
+                        **({"eviction_value_size": eviction_value_size}
+                           if eviction_value_size is not None else {}))
     except (RedisNotFound, PermissionError, ValueError) as exc:
         raise _UsageError(str(exc)) from None
     except (OSError, RuntimeError) as exc:  # the server went away, refused, a load failed

@@ -124,9 +124,11 @@ def test_calibrate_for_names_the_commands_it_cannot_drive(capsys):
     # hashes of 40-B fields, and a GET/SET group over 100,000 keys of 128 B.
     path = "scenarios/collection-eviction.yaml"
     args = argparse.Namespace(for_scenario=path, commands="SET,GET")
-    commands, spec, eviction_value = _calibration_for(args, 2 << 30)
+    commands, spec, eviction_value, sizes = _calibration_for(args, 2 << 30)
     out = capsys.readouterr().out
     assert commands == ("SET", "GET", "HGET", "HSET")
+    # HSET's load carries the hashes' 40-B values (HGET's carries none).
+    assert sizes == {"HSET": 40} and "HSET with 40-byte elements" in out
     # Eviction at the values of the group with the most keys: the hashes' 40 B.
     assert eviction_value == 40 and "eviction measured with 40-byte values" in out
     assert spec.value_sizes == (40, 128) and spec.sizes == (10_000, 100_000, 200_000)

@@ -77,6 +77,7 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
               reps: int = 3, data_dir: Path | None = None, quick: bool = False,
               sweep: dataset.Sweep = dataset.DEFAULT_SWEEP,
               eviction_value_size: int = measure.EVICTION_VALUE_SIZE,
+              value_sizes: dict[str, int] | None = None,
               progress: bool | None = None,
               say: Callable[[str], None] = print) -> dict[str, Any]:
     """Measure a server and write the calibration file ``out`` (and the fsync
@@ -100,6 +101,8 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
         eviction_value_size: bytes per value of the eviction loads (a
             scenario's own with ``--for``); the file records it, and the keys,
             as ``engine.cpu.calibrated-on``'s eviction dataset.
+        value_sizes: bytes of the values or elements a command's load sends
+            (a scenario's collection commands' with ``--for``; 3 otherwise).
         progress: progress bars on stderr within long steps (None: when stderr
             is a terminal); the lines saying when each step starts and ends go
             to ``say`` either way.
@@ -135,7 +138,7 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
                 "them): " + ", ".join(missing))
         return _run(target, out, parts, commands, reps, t0, started=started,
                     data_dir_given=data_dir is not None, cpu=cpu, quick=quick, sweep=sweep,
-                    eviction_value_size=eviction_value_size)
+                    eviction_value_size=eviction_value_size, value_sizes=value_sizes)
 
 
 @contextlib.contextmanager
@@ -243,7 +246,8 @@ def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[s
          reps: int, t0: float, started: bool, data_dir_given: bool = False,
          cpu: measure.CpuSettings = measure.CPU_FULL, quick: bool = False,
          sweep: dataset.Sweep = dataset.DEFAULT_SWEEP,
-         eviction_value_size: int = measure.EVICTION_VALUE_SIZE) -> dict[str, Any]:
+         eviction_value_size: int = measure.EVICTION_VALUE_SIZE,
+         value_sizes: dict[str, int] | None = None) -> dict[str, Any]:
     info = t.client.info("server")
     if not t.can_write:
         blocked = [p for p in parts if p in WRITE_PARTS or p in ("cpu", "caches", "memory")]
@@ -264,7 +268,8 @@ def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[s
             _ensure_compiled(t, t.progress.bars if t.progress is not None else False)
             ms += measure.measure_cpu(t, list(commands), reps=reps, settings=cpu,
                                       model_version=replay.model_version_of(
-                                          str(info.get("redis_version", ""))))
+                                          str(info.get("redis_version", ""))),
+                                      value_sizes=value_sizes)
             # The dataset the costs were measured on (model/cpu_caches.py's reference).
             extra.update({"engine.cpu.calibrated-on.keys": measure.CPU_KEYSPACE,
                           "engine.cpu.calibrated-on.value-size": measure.CPU_VALUE_SIZE,

@@ -256,16 +256,19 @@ def cpu_point(t: Target, command: str, ld: CpuLoad, value_size: int = CPU_VALUE_
 
 
 def _command_costs(t: Target, cmd: str, elements: int, ld: CpuLoad,
-                   fit: solver.RequestCosts, reps: int) -> tuple[list[float], list[float]]:
-    """b of ``cmd`` with ``elements`` elements, once per repetition, each next to a
-    SET load: the host's speed drifts by tens of % over seconds (a VM's
-    neighbours), which a ratio of two loads a second apart cancels and a figure
-    on its own does not. Also the commandstats µs per call."""
+                   fit: solver.RequestCosts, reps: int, value_size: int = CPU_VALUE_SIZE
+                   ) -> tuple[list[float], list[float]]:
+    """b of ``cmd`` with ``elements`` elements (values or elements of
+    ``value_size`` bytes), once per repetition, each next to a SET load: the
+    host's speed drifts by tens of % over seconds (a VM's neighbours), which a
+    ratio of two loads a second apart cancels and a figure on its own does not.
+    Also the commandstats µs per call."""
     vals, procs = [], []
     for _ in range(reps):
         ref, _ = cpu_point(t, "SET", ld)
         a = snapshot(t.client)
-        p, _ = cpu_point(t, cmd, ld, elements=elements)  # the fit's keyspace: misses alike
+        # The fit's keyspace: misses alike.
+        p, _ = cpu_point(t, cmd, ld, value_size=value_size, elements=elements)
         d = Delta(a, snapshot(t.client))
         procs.append(d.usec(cmd) / max(d.calls(cmd), 1))
         vals.append(solver.relative_command_cost(p, ref, ld.pipeline, fit))
@@ -327,9 +330,12 @@ def client_measurements(client: dict[CpuLoad, list[float]], reps: int) -> list[M
 
 def measure_cpu(t: Target, commands: list[str], reps: int = 3,
                 settings: CpuSettings = CPU_FULL,
-                model_version: str | None = None) -> list[Measurement]:
+                model_version: str | None = None,
+                value_sizes: dict[str, int] | None = None) -> list[Measurement]:
     """The per-request I/O, per-command and sleeping-iteration costs (µs), fitted
     to ``settings.loads``; ``settings.checks`` are measured and reported, not fitted.
+    ``value_sizes``: bytes of a command's values or elements (a scenario's, for
+    its collection commands), ``CPU_VALUE_SIZE`` for the others.
 
     With ``model_version`` (the model's ``redis-version`` for this server) the
     costs are then fitted in the model (``replay.fit_in_model``): the model,
@@ -442,24 +448,28 @@ def measure_cpu(t: Target, commands: list[str], reps: int = 3,
     with _step(t, "cpu.commands") as bar:
         for cmd in commands:
             if cmd != "SET":
-                out += _command_measurements(t, cmd, sat, mean, reps, bar)
+                out += _command_measurements(t, cmd, sat, mean, reps, bar,
+                                             (value_sizes or {}).get(cmd, CPU_VALUE_SIZE))
     return out
 
 
 def _command_measurements(t: Target, cmd: str, sat: CpuLoad, mean: solver.RequestCosts,
-                          reps: int, bar: Any) -> list[Measurement]:
-    """The cost of ``cmd`` (and its per-element part, for ``MULTI``'s) at load ``sat``."""
-    b1, procs = _command_costs(t, cmd, 1, sat, mean, reps)
+                          reps: int, bar: Any, value_size: int = CPU_VALUE_SIZE
+                          ) -> list[Measurement]:
+    """The cost of ``cmd`` (and its per-element part, for ``MULTI``'s) at load
+    ``sat``, its values or elements of ``value_size`` bytes."""
+    b1, procs = _command_costs(t, cmd, 1, sat, mean, reps, value_size)
     bar.update(2 * reps)
     p = sat.pipeline
     how = (f"b(SET) x (y({cmd}) - a/{p}) / (y(SET) - a/{p}), y = main-thread CPU per "
            f"command at redis-benchmark -c {sat.clients} -P {p}, a SET load just before each "
            f"{cmd} load (INFO commandstats usec_per_call, the procedure alone: "
-           f"{statistics.fmean(procs):.2f} us)")
+           f"{statistics.fmean(procs):.2f} us)"
+           + ("" if value_size == CPU_VALUE_SIZE else f"; {value_size}-byte values"))
     if cmd not in MULTI:
         return [Measurement(f"cpu.command.{cmd}", statistics.median(b1), "us",
                             solver.spread(b1), reps, how, f"engine.cpu.commands.{cmd}.fixed")]
-    bk, _ = _command_costs(t, cmd, MULTI_ELEMENTS, sat, mean, reps)
+    bk, _ = _command_costs(t, cmd, MULTI_ELEMENTS, sat, mean, reps, value_size)
     bar.update(2 * reps)
     fixed, per = solver.per_element(statistics.median(b1), statistics.median(bk),
                                     MULTI_ELEMENTS)
