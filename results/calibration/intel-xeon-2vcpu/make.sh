@@ -2,7 +2,7 @@
 # How results/calibration/intel-xeon-2vcpu/calibration.yaml was made: full
 # calibrations of Debian's redis-server 7.0.15 on a 2-vCPU Intel Xeon VM (the
 # other kind of machine the project's CI runs on), a minute or more apart, on
-# two days (run1-5 on 2026-11-28, run6-7 on 2026-11-29), and their medians.
+# two days (run1-5 on 2026-11-28, run6 on 2026-11-29), and their medians.
 # The caches part is left out of each run (its dataset sweep takes ~4.5 min;
 # the one made on this VM is results/validation/caches-sweep/).
 #   bash make.sh 1 2 3 4 5      # one day's runs
