@@ -247,8 +247,7 @@ def cpu_point(t: Target, command: str, ld: CpuLoad, value_size: int = CPU_VALUE_
     point, foreign = point_from_delta(Delta(a, snapshot(t.client, t.pid)), command,
                                       ld.clients, ld.pipeline, ld.requests)
     if math.isfinite(bench.client_cpu_s):
-        point = dataclasses.replace(point, client_us_per_request=bench.client_cpu_s
-                                    / ld.requests * 1e6)
+        point = dataclasses.replace(point, client_us_per_request=bench.client_us_per_request)
     if foreign > 0.01 * ld.requests:
         t.say(f"  warning: {foreign} other commands ran during the {command} load; "
               "its CPU figure includes them")
@@ -355,7 +354,7 @@ def measure_cpu(t: Target, commands: list[str], reps: int = 3,
                 per_load[ld].append(p)
                 rates[ld].append(bench.rps if bench is not None else math.nan)
                 if bench is not None:
-                    client[ld].append(bench.client_cpu_s / ld.requests * 1e6)
+                    client[ld].append(bench.client_us_per_request)
                 if ld in loads:
                     pts.append(p)
                 bar.update()

@@ -38,6 +38,11 @@ class BenchResult:
     client_cpu_s: float = math.nan
     """redis-benchmark's own CPU (user + system, all its threads), s."""
 
+    @property
+    def client_us_per_request(self) -> float:
+        """redis-benchmark's own CPU per request (command), µs (NaN: not measured)."""
+        return self.client_cpu_s / self.requests * 1e6
+
 
 def key_pattern(prefix: str = PREFIX) -> str:
     """The key redis-benchmark writes: the prefix and a 12-digit random number."""

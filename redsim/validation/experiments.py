@@ -398,7 +398,7 @@ def _aof_real(clients: int, requests: int) -> Callable[[Lab], Real]:
                                       requests // 5)
                 ratios.append(always.rps / every.rps)
                 rates.append(every.rps)
-                client.append(every.client_cpu_s / requests * 1e6)
+                client.append(every.client_us_per_request)
         finally:
             r.config_set("appendfsync", "everysec")
             r.config_set("appendonly", "no")

@@ -71,7 +71,7 @@ def _real(w: Workload, figure: str) -> Callable[[Lab], Real]:
                                    keyspace=w.keys)
                 calls = d.calls(w.command)
                 rates.append(res.rps)
-                client.append(res.client_cpu_s / w.requests * 1e6)
+                client.append(res.client_us_per_request)
                 vals.append(d.cpu_s / calls * 1e6 if figure == "cpu" else res.rps)
         finally:
             load.delete_prefix(r)

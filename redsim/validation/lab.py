@@ -70,7 +70,7 @@ class Lab:
         res, d = self.bench(args, clients, pipeline, requests)
         calls = d.calls(command)
         sleeps = (d.sleeps or 0) / calls
-        return d.cpu_s / calls * 1e6, res.rps, sleeps, res.client_cpu_s / requests * 1e6
+        return d.cpu_s / calls * 1e6, res.rps, sleeps, res.client_us_per_request
 
     # -- the model side (redsim/calibrate/replay.py) -----------------------------
 
