@@ -124,8 +124,9 @@ def interpreted():
 MISS_COSTS_OF_ANOTHER_HOST = (
     "issue #43: the cache-miss costs are the 2-vCPU Intel VM's (a VM's two-level page "
     "walks), charged here to 3 M keys on a published 64-core host whose misses cost "
-    "less: Valkey 7.2 (no prefetch) models 238K SET/s against c7g.16xlarge's 360K "
-    "(-34 %), Redis 8 (prefetching 16 keys, 10 misses in flight) 1.70M against "
-    "1.16M (+46 %); without misses they were within 20 %. The published hosts' own "
-    "miss costs (redsim calibrate on them) would decide it")
+    "less: Valkey 7.2 (no prefetch) models 215K SET/s against c7g.16xlarge's 360K "
+    "(-40 %; 309K, -14 %, without misses). Redis 8 (prefetching 16 keys, 10 misses in "
+    "flight) models 1.32M against PR #13665's 1.16M (+14 %, within 20 % since the "
+    "defaults became the Intel VM's). The published hosts' own miss costs "
+    "(redsim calibrate on them) would decide it")
 """Why the published 64-core throughputs at 3 M keys are missed (closing note of #43)."""

@@ -44,11 +44,14 @@ def test_threads_per_phase(think):
     assert _rate(t, ts, 1, 2) == pytest.approx(4 * 5 * per_thread, rel=tol)
     assert _rate(t, ts, 2, 3) == 0
     if isinstance(think, str):
-        # Fixed think: a process's threads send in step, each on its own
-        # connection (with exponential think, fewer are ever out at once).
+        # Fixed think: the four threads a process starts at 1 s send in step,
+        # each on its own connection; the first thread's requests fall
+        # between theirs unless its phase is within a response time of
+        # theirs, so the pool holds 4 or 5 (max-size) connections a process.
         conns = ts["connected_clients"]
         assert (conns[(t > 0.1) & (t <= 1.0)] == 4).all()
-        assert (conns[(t > 1.1) & (t <= 2.0)] == 20).all()
+        phase2 = conns[(t > 1.1) & (t <= 2.0)]
+        assert ((phase2 >= 16) & (phase2 <= 20)).all()
 
 
 def test_think_per_phase():

@@ -12,7 +12,7 @@ from tests.engine_helpers import changed
 
 # One closed-loop connection with no think time, 20 us round trip: every thread
 # is idle when its work comes. The default costs: Redis's per request is
-# wakeup 16.7 + read 1.5 + GET 0.52 + iteration 1.0 + write 2.25 (+ per byte).
+# wakeup 24.3 + read 1.73 + GET 0.67 + iteration 1.0 + write 2.60 (+ per byte).
 ONE = {
     "name": "same-host", "duration": 0.5, "warmup": 0.1, "sample-interval": 0.05,
     "server": {"save": ""}, "network": {"rtt": "20us"},
@@ -22,8 +22,8 @@ ONE = {
 # 2 cores and no network work: on loopback it runs in both sides' syscall
 # costs, which the measured client and server costs already include.
 TWO_CORES = {"cores": 2, "network": {"per-rx": 0, "per-tx": 0, "per-interrupt": 0}}
-CLIENT_US = 11.0  # engine default client-cpu: redis-benchmark's CPU per request here
-WAKEUP_US = 16.7  # engine.cpu.wakeup
+CLIENT_US = 7.6  # engine default client-cpu: redis-benchmark's CPU per request here
+WAKEUP_US = 24.3  # engine.cpu.wakeup
 
 
 def _group(**changes) -> dict:
@@ -32,7 +32,7 @@ def _group(**changes) -> dict:
 
 def test_an_idle_client_adds_its_cpu_and_a_wakeup_to_each_request():
     # The reply wakes the client's thread (wakeup), which reads it and writes
-    # the next request (client-cpu): 11 + 16.7 = 27.7 us more than a remote
+    # the next request (client-cpu): 7.6 + 24.3 = 31.9 us more than a remote
     # client's round trip, whose machine the model does not see.
     remote = simulate(load_scenario(_group(placement="remote")), seed=1).summary
     same = simulate(load_scenario(ONE), seed=1).summary
@@ -42,9 +42,11 @@ def test_an_idle_client_adds_its_cpu_and_a_wakeup_to_each_request():
 
 def test_a_busy_client_thread_is_the_bottleneck_at_one_request_per_client_cpu():
     # 50 connections on one client thread with cores to spare: the thread never
-    # sleeps, so it completes one request per 11 us, 90.9K/s, below what Redis
-    # could serve (~4.5 us per request). redis-benchmark -c 50 on the reference
-    # VM: 89.6K GET/s, its thread at 0.99 of a core.
+    # sleeps, so it completes one request per 7.6 us, 132K/s, below what Redis
+    # could serve (~5.1 us per request). redis-benchmark -c 50 -P 1 on the
+    # reference VM: 135-138K GET/s over 100,000 keys
+    # (results/validation/caches-sweep/full.dataset.csv); on the EPYC VM,
+    # 89.6K GET/s at 11 us, its thread at 0.99 of a core.
     r = simulate(load_scenario(_group(processes=50)), seed=1).summary
     assert r["throughput_rps"] == pytest.approx(1e6 / CLIENT_US, rel=0.02)
     # Two client threads split the connections and the work: Redis is the limit.
@@ -54,15 +56,15 @@ def test_a_busy_client_thread_is_the_bottleneck_at_one_request_per_client_cpu():
 
 def test_a_pipelined_batch_costs_the_client_its_cpu_and_each_further_commands():
     # 50 connections at pipeline 16 on one client thread: a batch costs
-    # client-cpu + 15 x client-cpu-per-command = 11 + 15 x 0.4 = 17 us, so the
-    # thread completes a batch (a request of 16 commands) per 17 us: 58.8K
-    # requests/s, 941K commands/s. Redis's share per command is 0.52 + 0.02
-    # (GET, its bytes) + (1.5 + 2.25) / 16 = 0.77 us (1.3 M/s): the client is
-    # the limit, as redis-benchmark -P 16 on one thread is.
+    # client-cpu + 15 x client-cpu-per-command = 7.6 + 15 x 1.0 = 22.6 us, so
+    # the thread completes a batch (a request of 16 commands) per 22.6 us:
+    # 44.2K requests/s, 708K commands/s. Redis's share per command is
+    # 0.67 + 0.03 (GET, its bytes) + (1.73 + 2.60) / 16 = 0.97 us (1.03 M/s):
+    # the client is the limit, as a slow client library on one thread is.
     r = simulate(load_scenario(_group(processes=50, pipeline=16,
-                                      **{"client-cpu-per-command": 0.4})), seed=1).summary
-    assert r["throughput_rps"] == pytest.approx(1 / 17e-6, rel=0.02)
-    assert r["ops_per_sec"] == pytest.approx(16 / 17e-6, rel=0.02)
+                                      **{"client-cpu-per-command": 1.0})), seed=1).summary
+    assert r["throughput_rps"] == pytest.approx(1 / 22.6e-6, rel=0.02)
+    assert r["ops_per_sec"] == pytest.approx(16 / 22.6e-6, rel=0.02)
 
 
 def test_a_fork_child_takes_the_cores_the_client_and_redis_share():
@@ -107,7 +109,7 @@ def test_a_fork_child_takes_the_cores_the_client_and_redis_share():
     "throughput (live 64 %): Redis finds 1.4 clients ready per iteration, the live "
     "server >= 4 in most. Its CPU per GET matches (model 7.6 us, live 6.7-7.8), but "
     "perf puts 61 % of the live main thread in write() (4.8 us on loopback, the "
-    "model's 2.25). Neither that write cost nor collecting the poll's ready list "
+    "model's 2.60). Neither that write cost nor collecting the poll's ready list "
     "after the wake-up (both tried) lifts the model past 1.6 clients per "
     "iteration: what makes the live batches is not found yet (issue #19 note)"))
 def test_a_same_host_benchmarks_bursts_start_redis_io_threads():
@@ -141,7 +143,7 @@ def test_a_same_host_group_takes_the_hosts_client_costs_unless_it_has_its_own(tm
     bench, mine, far = sc.clients
     assert (bench.client_cpu, bench.client_cpu_per_command) == (7.5, 0.08)
     assert (mine.client_cpu, mine.client_cpu_per_command) == (9.0, 0.08)
-    assert far.client_cpu == 11.0  # the group default, unused by a remote group
+    assert far.client_cpu == 7.6  # the group default, unused by a remote group
     # From a calibration file, and for the groups of listed instances too.
     cal = tmp_path / "cal.yaml"
     cal.write_text("redsim-calibration: 1\nvalues:\n  host: {client-cpu: 7.5us}\n")
@@ -155,12 +157,12 @@ def test_a_same_host_group_takes_the_hosts_client_costs_unless_it_has_its_own(tm
 def test_a_run_says_when_a_same_host_clients_cpu_is_the_reference_hosts():
     from redsim.config.cost_sources import client_note
 
-    # The default client-cpu is redis-benchmark's on the reference VM (11 µs);
-    # a planner's client on another host can differ by 30 % (7.5 µs on the
-    # Intel VM), and same-host throughput follows it: the run must say so, and
+    # The default client-cpu is redis-benchmark's on the reference VM (7.6 µs);
+    # a planner's client on another host can differ by 30 % (11 µs on the
+    # EPYC VM), and same-host throughput follows it: the run must say so, and
     # stay quiet once the group or the host gives its own.
     (line,) = client_note(load_scenario(ONE))
-    assert "bench on Redis's host at the default 11 µs" in line and "host.client-cpu" in line
+    assert "bench on Redis's host at the default 7.6 µs" in line and "host.client-cpu" in line
     assert client_note(load_scenario(_group(**{"client-cpu": 8}))) == []
     assert client_note(load_scenario(changed(ONE, host={"client-cpu": "7.5us"}))) == []
     assert client_note(load_scenario(_group(placement="remote"))) == []

@@ -78,7 +78,7 @@ def test_empty_scenario_defaults() -> None:
     assert sc.sample_interval == 1.0
     assert sc.network.rtt.kind == "fixed" and sc.network.rtt.mean == 200e-6
     assert sc.engine.reply_batching is True
-    assert sc.engine.cpu.read == 1.50 and sc.engine.cpu.write == 2.25  # reference host
+    assert sc.engine.cpu.read == 1.73 and sc.engine.cpu.write == 2.60  # reference host
     assert sc.engine.cpu.distribution == "fixed"
     [group] = sc.clients
     assert (group.name, group.kind, group.processes, group.threads) == ("group0", "closed", 1, 1)

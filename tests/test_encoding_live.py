@@ -1,6 +1,6 @@
 """Memory per collection against a real Redis: Debian's 7.0.15 (the system
 jemalloc 5.3, 16-byte quantum) on the reference host, 2026-11-26
-(``results/calibration/reference-host/collections/``: ``used_memory`` before
+(``results/calibration/amd-epyc-2vcpu/collections/``: ``used_memory`` before
 and after building each key on an otherwise idle server, 3 repetitions,
 identical to the byte but for the skiplists' random levels).
 

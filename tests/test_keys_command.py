@@ -23,7 +23,7 @@ def _run(keys, count):
 
 
 def test_the_reference_hosts_figures_are_the_tables():
-    # results/calibration/reference-host/collections/reads-keys-eval.md:
+    # results/calibration/amd-epyc-2vcpu/collections/reads-keys-eval.md:
     # KEYS nomatch:* 112 ns per key at 1M keys, 132 at 5M; KEYS * less that, 261
     # ns per match.
     keys = COMMANDS["KEYS"]

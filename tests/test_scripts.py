@@ -12,7 +12,7 @@ from redsim.model.scripts import BUSY_REPLY_BYTES
 
 
 def _run(script="300ms", threshold=100, ping_think="20ms", sample=0.1, **cpu):
-    # The reference host's experiment (results/calibration/reference-host/
+    # The reference host's experiment (results/calibration/amd-epyc-2vcpu/
     # collections/reads-keys-eval.md §4): one connection sends a ~300 ms EVAL,
     # another PINGs every 20 ms. Here the EVAL is sent at 0.5 s (its client's
     # fixed think) and the next would be past the 1 s run.

@@ -22,7 +22,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-REFERENCE_HOST = "a 2-vCPU AMD EPYC VM, Debian's Redis 7.0.15, calibrated 2026-11-24"
+REFERENCE_HOST = ("a 2-vCPU Intel Xeon VM, Debian's Redis 7.0.15, medians of 8 calibrations "
+                  "on 2026-11-28/29")
 """What ``engine.cpu``'s defaults were measured on (``results/calibration/reference-host/``)."""
 
 _PER_REQUEST = ("read", "write", "wakeup")
@@ -74,8 +75,8 @@ def client_note(scenario: Any) -> list[str]:
         return []
     names = ", ".join(g.name for g in groups)
     return [f"client CPU: {names} on Redis's host at the default {groups[0].client_cpu:g} µs "
-            "a request batch (redis-benchmark on the reference host; 7.5 µs on the Intel "
-            "2-vCPU VM); `redsim calibrate` measures yours (host.client-cpu)"]
+            "a request batch (redis-benchmark on the reference host; 11 µs on a 2-vCPU "
+            "AMD EPYC VM); `redsim calibrate` measures yours (host.client-cpu)"]
 
 
 def cost_notes(scenario: Any) -> list[str]:

@@ -722,13 +722,20 @@ class CalibratedOn(_Model):
 class Cpu(_Model):
     """Main-thread CPU costs, µs, besides the command procedures themselves.
 
-    Defaults are a calibration of the reference host, a 2-vCPU AMD EPYC VM
-    running Debian's Redis 7.0.15 (``redsim calibrate --start --reps 5``, file
-    ``results/calibration/reference-host/calibration.yaml``, the medians of five
-    calibrations a minute or more apart, 2026-11-24): the
-    per-request I/O, the sleeping poll, the eviction costs and the command
-    table's per-command parts. Costs it did not measure (iteration, per byte,
-    accept/close, cron, expiry, AOF write) keep their earlier estimates."""
+    Defaults are a calibration of the reference host, a 2-vCPU Intel Xeon VM
+    (5th-generation Xeon Scalable, KVM; L2 2 MB, LLC 260 MB shared) running
+    Debian's Redis 7.0.15: the medians of eight full calibrations
+    (``redsim calibrate --start --reps 5 --commands all``) a minute or more
+    apart on two days, 2026-11-28 and 29, file
+    ``results/calibration/reference-host/calibration.yaml``, whose README gives
+    each run and the spread (1-7 % for the per-request figures, 14-17 % for
+    the per-command parts). They are the per-request I/O, the sleeping poll,
+    the eviction costs and the command table's per-command parts; the miss
+    costs (``miss``) were fitted on the same VM's dataset sweep. Costs it did
+    not measure (iteration, per byte, accept/close, cron, expiry, AOF write)
+    keep their earlier estimates. The first reference host, a 2-vCPU AMD EPYC
+    VM (``results/calibration/amd-epyc-2vcpu/``, 2026-11-24), measured 18 %
+    more per SET at pipeline 1 and 18 % less at pipeline 16."""
 
     scale: Annotated[float, _v(parse_float, minimum=0, exclusive_min=True,
                                maximum=1000)] = 1.0
@@ -738,17 +745,18 @@ class Cpu(_Model):
 
     iteration: CostUs = 1.0
     """Per event-loop iteration: epoll_wait + beforeSleep fixed work, µs."""
-    wakeup: CostUs = 16.7
+    wakeup: CostUs = 24.3
     """Per iteration whose epoll_wait slept: the blocking call, the wake-up and the
     caches gone cold after it, µs. What a lightly loaded server pays per request
     (``redsim calibrate`` measures it from the main thread's voluntary context
     switches)."""
-    read: CostUs = 1.50
+    read: CostUs = 1.73
     """Per read() of a connection, incl. parsing what was read, µs (the reference
-    host's per-request I/O cost, 3.75 µs, split 40/60 between read and write)."""
+    host's per-request I/O cost, 4.33 µs, split 40/60 between read and write:
+    CPU time alone cannot tell them apart)."""
     read_per_byte: CostUs = 0.0002
     """Per byte read, µs/B."""
-    write: CostUs = 2.25
+    write: CostUs = 2.60
     """Per reply write() to a connection, µs (on loopback a write also runs the
     receiver's TCP input path, hence the larger share)."""
     write_per_byte: CostUs = 0.0002
@@ -759,7 +767,7 @@ class Cpu(_Model):
     """The server's side of a TLS 1.3 handshake, on the main thread (7.x runs
     ``SSL_accept`` in the connection's event handler), per connection of a group
     with ``tls: yes``, µs. Measured with ``openssl speed`` (OpenSSL 3.0.19) on
-    the reference host's EPYC vCPU: an RSA-2048 signature (the key
+    the 2-vCPU AMD EPYC VM: an RSA-2048 signature (the key
     ``utils/gen-test-certs.sh`` makes) 257 µs and an X25519 key agreement
     32.5 µs, twice (key generation and derivation): ~322 µs, plus the
     handshake's hashing, key schedule and records, rounded to 350 µs. An ECDSA
@@ -772,14 +780,15 @@ class Cpu(_Model):
     """clientsCron work per client visited, µs."""
     eviction_call: CostUs = 0.05
     """performEvictions when memory is under the limit (getMaxmemoryState), µs."""
-    eviction_check: CostUs = 0.25
+    eviction_check: CostUs = 0.375
     """performEvictions over the limit: not-counted memory, timers, latency monitor, µs."""
-    eviction_sample: CostUs = 0.076
+    eviction_sample: CostUs = 0.114
     """Per key sampled into the eviction pool (a cache miss and a score), µs."""
-    eviction_delete: CostUs = 0.50
+    eviction_delete: CostUs = 0.75
     """Per key evicted: dbDelete, free, keyspace event, propagation of the DEL, µs.
-    The three eviction defaults total the reference host's 1.13 µs per evicted key
-    with 900K keys of 100 B; a keyspace far larger than the CPU caches costs more
+    The three eviction defaults total the reference host's 1.70 µs per evicted key
+    with 900K keys of 100 B (the split between them is the fit's, with the
+    pool's 5 samples a call); a keyspace far larger than the CPU caches costs more
     per sample and delete (GitLab's 60 GB: ~31 µs per key, scenarios/gitlab-2022.yaml)."""
     io_handoff: CostUs = 0.2
     """Per client taken over from another thread, paid by the thread that takes
@@ -805,21 +814,21 @@ class Cpu(_Model):
     free_alloc: CostUs = 0.09
     """Freeing one allocation of a collection (``decrRefCount`` walking a
     hashtable's entries, a skiplist's nodes, a quicklist's nodes), on the main
-    thread or the lazyfree thread, µs (``model/lazyfree.py``). The reference
-    host's DEL of a 1M-field hash, 3 allocations per field: 269 ms, 90 ns each
-    (``results/calibration/reference-host/collections``). The same host
+    thread or the lazyfree thread, µs (``model/lazyfree.py``). The 2-vCPU AMD
+    EPYC VM's DEL of a 1M-field hash, 3 allocations per field: 269 ms, 90 ns each
+    (``results/calibration/amd-epyc-2vcpu/collections``). The same host
     measured 97 ns for a 1M-member set, 74 for a 1M-element list's nodes, 40
     for a 1M-member sorted set (its skiplist walked in allocation order) and
     157 for a 513 MB hash (page walks): calibrate to your values' sizes."""
     listpack_entry: CostUs = 0.0069
     """A search through a hash, set or sorted set held as a listpack, per entry
-    passed, µs (``model/collection.py``). The reference host (Debian 7.0.15,
+    passed, µs (``model/collection.py``). The EPYC VM (Debian 7.0.15,
     ``INFO commandstats``): HGET of the last of 100 fields took 0.68 µs more
     than of the first (reads-keys-eval.md §3e)."""
     lua_hook: CostUs = 260.0
     """The main thread's time between two of a running script's busy checks
     (Redis's count hook, every 100,000 Lua VM instructions), µs
-    (``model/scripts.py``). The reference host (Debian 7.0.15, a bare Lua loop
+    (``model/scripts.py``). The EPYC VM (Debian 7.0.15, a bare Lua loop
     at 6.9 ns per iteration, busy-reply-threshold 100 ms): a client sending
     PING back to back was answered -BUSY every 0.24-0.28 ms (medians of 5
     trials, 0.27 ms in the middle one), of which ~10 µs is the pass that
@@ -829,7 +838,7 @@ class Cpu(_Model):
     lazyfree_job: CostUs = 20.0
     """Queueing one value for the lazyfree thread (``bioCreateLazyFreeJob``: an
     allocation, a mutex and a condition-variable signal that wakes the bio
-    thread), main thread, µs. The reference host's UNLINK of big values: 8–42
+    thread), main thread, µs. The EPYC VM's UNLINK of big values: 8–42
     µs in ``INFO commandstats``, median 24 µs over 25 (the same figure as
     redisgate.jp's 25 µs)."""
     expire_sample: CostUs = 0.15
@@ -996,7 +1005,7 @@ class Host(_Model):
     client_cpu: OptionalCostUs = None
     """CPU a load generator on this host spends per request batch of one
     command, µs: the ``client-cpu`` of every same-host client group that does
-    not give its own (None: theirs, 11 µs). ``redsim calibrate`` measures
+    not give its own (None: theirs, 7.6 µs). ``redsim calibrate`` measures
     redis-benchmark's (getrusage of its process during the CPU loads) and
     writes it here, so that same-host throughput follows the calibrated host's
     client, not the reference host's."""
@@ -1939,18 +1948,19 @@ class ClientGroup(_Model):
     (``redsim/model/client_threads.py``): each reply is read, and the next
     request written, by one of ``client-threads`` at ``client-cpu`` per request,
     and with ``host.cores`` those threads share the cores with Redis."""
-    client_cpu: CostUs = 11.0
+    client_cpu: CostUs = 7.6
     """same-host: CPU a client thread spends per request batch of one command
-    (reading the reply, writing the next request), µs. Measured: redis-benchmark
-    7.0 on the reference 2-vCPU VM, GET or SET at 50 connections, 11.0-11.1 µs
-    per request at pipeline 1. ``redsim calibrate`` measures redis-benchmark's
-    on your host (``host.client-cpu``, which a group without its own takes)."""
-    client_cpu_per_command: CostUs = 0.15
+    (reading the reply, writing the next request), µs. redis-benchmark 7.0 on
+    the reference host (SET at 50 connections, pipeline 1 and 16, getrusage
+    of its process), the median of its eight calibrations: 7.57 µs (7.38-7.87);
+    the 2-vCPU AMD EPYC VM measured 11.0-11.1 µs per request at pipeline 1.
+    ``redsim calibrate`` measures redis-benchmark's on your host
+    (``host.client-cpu``, which a group without its own takes)."""
+    client_cpu_per_command: CostUs = 0.053
     """same-host: CPU per further command of a pipelined batch (parsing one more
     reply, formatting one more request), µs: a batch of P commands costs
-    ``client-cpu`` + (P − 1) × this. redis-benchmark 7.0 on the 2-vCPU Intel
-    VM (GET and SET, 50 connections, pipeline 1, 4 and 16, 3 runs each,
-    2026-11-28): 6.9-8.2 µs per batch and 0.08-0.17 µs per further command;
+    ``client-cpu`` + (P − 1) × this. redis-benchmark 7.0 on the reference host,
+    the median of its eight calibrations: 0.053 µs (0.039-0.16);
     ``redsim calibrate`` measures it (``client.cpu_per_command``)."""
     client_threads: PositiveInt = 1
     """same-host: the client's threads doing that work (redis-benchmark

@@ -270,8 +270,8 @@ def request(world, event, scenario) -> None:
 
 
 FLUSH_KEY_US = 0.29
-"""FLUSHALL's CPU per key, µs: Debian's Redis 7.0.15 on the reference host
-(2 vCPU EPYC), ``FLUSHALL SYNC`` of ``DEBUG POPULATE 1000000 key 10`` took
+"""FLUSHALL's CPU per key, µs: Debian's Redis 7.0.15 on the 2-vCPU
+AMD EPYC VM, ``FLUSHALL SYNC`` of ``DEBUG POPULATE 1000000 key 10`` took
 282-321 ms over two sittings (``tests/test_flushall_live.py`` measures it
 again), and ``FLUSHALL ASYNC``'s bio thread drained the same keys in 305-331 ms."""
 

@@ -30,7 +30,7 @@ runnable while they work (``CLI_BUSY``), at the rate the host gives them
 (``CLI_SLOW``, ``Kernel.set_client_rate``); so a client on a 2-core VM slows
 Redis, and Redis slows it.
 
-Measured on the reference host (a 2-vCPU VM, redis-server 7.0.15 and
+Measured on the 2-vCPU AMD EPYC VM ( redis-server 7.0.15 and
 redis-benchmark from Debian's redis-tools, loopback): redis-benchmark
 ``-P 1 -c 50`` of GET or SET uses 11.0-11.1 µs of CPU per request (its one
 thread is the bottleneck at ~90K req/s, 0.99 of a core), and ``-c 1``

@@ -17,15 +17,21 @@ Default sources:
 - GET, SET, SETEX, DEL, UNLINK, EXISTS, INCR, DECR, MGET, MSET, EXPIRE, SADD,
   SCARD, LPUSH, RPUSH, LPOP, RPOP, HSET, HGET, ZADD and PING: the reference
   host's calibration (``results/calibration/reference-host/``: Debian's Redis
-  7.0.15 on a 2-vCPU EPYC VM, medians of five calibrations, 2026-11-24), the
-  main thread's CPU per command at redis-benchmark -c 50 -P 16 less the shared
-  read/write; the commands with keys or members measured with 1 and 10 of them
-  for their per-element part. It is more than ``INFO commandstats`` shows (the
-  procedure alone, e.g. SET ~0.4 µs of 0.61): lookup, ``processCommand`` and the
-  reply count here, since the model has no other per-command cost.
+  7.0.15 on a 2-vCPU Intel Xeon VM, medians of eight calibrations on two days,
+  2026-11-28 and 29, run-to-run spread 14-17 %), the main thread's CPU per
+  command at redis-benchmark -c 50 -P 16 less the shared read/write; the
+  commands with keys or members measured with 1 and 10 of them for their
+  per-element part. It is more than ``INFO commandstats`` shows (the
+  procedure alone, e.g. SET ~0.4 µs of 0.61 on the EPYC VM): lookup,
+  ``processCommand`` and the reply count here, since the model has no other
+  per-command cost.
 - SMEMBERS, HGETALL, LRANGE, ZRANGE, KEYS and the scripts: ``INFO commandstats``
-  on the same server, per element returned (the constants below say how).
-- SCAN: the reference host's ``INFO commandstats`` following the cursor over a
+  on the first reference host, a 2-vCPU AMD EPYC VM
+  (``results/calibration/amd-epyc-2vcpu/collections``), per element returned
+  (the constants below say how). Not re-measured on the Intel VM: that VM
+  ran SET 16 % cheaper than the EPYC VM at pipeline 1 and 22 %
+  dearer at pipeline 16, so these may be off by about that much.
+- SCAN: the EPYC VM's ``INFO commandstats`` following the cursor over a
   million keys (the constants below say how).
 - INFO: the production ``INFO commandstats`` in valkey-io/valkey#2322 and
   the redis-benchmark fit of reference §6.2 (per command, older hardware).
@@ -135,8 +141,8 @@ class Command:
 
 # KEYS (src/db.c:keysCommand): a safe iterator over the whole db, the pattern
 # matched against every key (stringmatchlen), and per match an object made,
-# its expiry checked and a bulk reply added. The reference host's Debian 7.0.15
-# (results/calibration/reference-host/collections/reads-keys-eval.md, INFO
+# its expiry checked and a bulk reply added. The 2-vCPU EPYC VM's Debian 7.0.15
+# (results/calibration/amd-epyc-2vcpu/collections/reads-keys-eval.md, INFO
 # commandstats, 5-7 calls each): `KEYS nomatch:*` over DEBUG POPULATE keys 112
 # ns per key at 1M keys, 132 at 5M (caches missed more often); `KEYS *` less
 # that, 261 ns per key matched. The fixed part is under the noise (~1 ms).
@@ -147,8 +153,8 @@ KEYS_PER_MATCH_US = 0.26
 
 # SCAN (src/db.c:scanGenericCommand): each call collects COUNT buckets' keys
 # into a list (an object each), filters them (pattern, expiry) and replies. The
-# reference host's Debian 7.0.15 over DEBUG POPULATE 1000000 key 16, following
-# the cursor from 0, 200 calls × 5 reps (results/calibration/reference-host/
+# EPYC VM's Debian 7.0.15 over DEBUG POPULATE 1000000 key 16, following
+# the cursor from 0, 200 calls × 5 reps (results/calibration/amd-epyc-2vcpu/
 # collections/reads-keys-eval.md §2): median 68.0 µs a call at COUNT 100 (100.5
 # keys returned), 672.9 µs at COUNT 1000 (1000.4): 0.672 µs per key, intercept
 # 0.46 µs, plus PING's 0.096 µs (lookup, processCommand, the reply). The
@@ -158,9 +164,9 @@ SCAN_FIXED_US, SCAN_PER_KEY_US = 0.56, 0.67
 
 # Scripts (src/eval.c:evalGenericCommand, src/functions.c:fcallCommand): the
 # fixed part is a trivial script's, the rest is the mix entry's `duration`
-# (model/scripts.py). The reference host's Debian 7.0.15, INFO commandstats
+# (model/scripts.py). The EPYC VM's Debian 7.0.15, INFO commandstats
 # usec_per_call at redis-benchmark -c 50 -P 16, medians of 5
-# (results/calibration/reference-host/collections/scripts.md): EVAL "return 1"
+# (results/calibration/amd-epyc-2vcpu/collections/scripts.md): EVAL "return 1"
 # 0.525 µs, EVALSHA of it 0.497, FCALL of a Lua function returning 1 0.389,
 # PING 0.034; the table adds PING's 0.096 µs between its commandstats and its
 # row here (lookup, processCommand, the reply). One redis.call inside adds
@@ -169,9 +175,9 @@ EVAL_FIXED_US = 0.62
 EVALSHA_FIXED_US = 0.59
 FCALL_FIXED_US = 0.49
 
-# Reads of a collection's elements: the reference host's Debian 7.0.15, INFO
+# Reads of a collection's elements: the EPYC VM's Debian 7.0.15, INFO
 # commandstats usec_per_call, 5 × 50 calls pipelined 10 at a time
-# (results/calibration/reference-host/collections/reads-keys-eval.md §3,
+# (results/calibration/amd-epyc-2vcpu/collections/reads-keys-eval.md §3,
 # 10-byte members, 20-byte hash values): the slope over n = 30..300 and the
 # per-element figure at n = 1000 agree within 10 % (HGETALL 76/79 ns per field,
 # SMEMBERS 36/43, LRANGE 36/37, ZRANGE 26/29 ns per member); the fixed parts
@@ -193,55 +199,55 @@ def _coll(op: int, kind: str) -> dict:
 
 
 _TABLE = [
-    Command("GET", SHAPE_KEY, 0.52, effect=EFFECT_READ),
-    Command("SET", SHAPE_KEY_VALUE, 0.61, write=True, denyoom=True, effect=EFFECT_WRITE),
-    Command("SETEX", SHAPE_KEY_VALUE, 0.94, write=True, denyoom=True, effect=EFFECT_WRITE),
-    Command("DEL", SHAPE_KEYS_INT, 0.38, per_element_us=0.073, write=True, effect=EFFECT_DELETE),
-    Command("UNLINK", SHAPE_KEYS_INT, 0.37, per_element_us=0.078, write=True, effect=EFFECT_DELETE),
-    Command("EXISTS", SHAPE_KEYS_INT, 0.35, per_element_us=0.13, effect=EFFECT_EXISTS),
-    Command("INCR", SHAPE_KEY_INT, 0.57, write=True, denyoom=True, effect=EFFECT_INCR),
-    Command("DECR", SHAPE_KEY_INT, 0.53, write=True, denyoom=True, effect=EFFECT_INCR),
-    Command("MGET", SHAPE_MULTI_GET, 0.31, per_element_us=0.23, effect=EFFECT_READ),
-    Command("MSET", SHAPE_MULTI_SET, 0.31, per_element_us=0.28, write=True, denyoom=True,
+    Command("GET", SHAPE_KEY, 0.67, effect=EFFECT_READ),
+    Command("SET", SHAPE_KEY_VALUE, 0.79, write=True, denyoom=True, effect=EFFECT_WRITE),
+    Command("SETEX", SHAPE_KEY_VALUE, 1.18, write=True, denyoom=True, effect=EFFECT_WRITE),
+    Command("DEL", SHAPE_KEYS_INT, 0.51, per_element_us=0.104, write=True, effect=EFFECT_DELETE),
+    Command("UNLINK", SHAPE_KEYS_INT, 0.52, per_element_us=0.108, write=True, effect=EFFECT_DELETE),
+    Command("EXISTS", SHAPE_KEYS_INT, 0.48, per_element_us=0.16, effect=EFFECT_EXISTS),
+    Command("INCR", SHAPE_KEY_INT, 0.68, write=True, denyoom=True, effect=EFFECT_INCR),
+    Command("DECR", SHAPE_KEY_INT, 0.69, write=True, denyoom=True, effect=EFFECT_INCR),
+    Command("MGET", SHAPE_MULTI_GET, 0.37, per_element_us=0.32, effect=EFFECT_READ),
+    Command("MSET", SHAPE_MULTI_SET, 0.36, per_element_us=0.43, write=True, denyoom=True,
             effect=EFFECT_WRITE),
-    Command("SADD", SHAPE_KEY_MEMBERS_INT, 0.41, per_element_us=0.093, write=True, denyoom=True,
+    Command("SADD", SHAPE_KEY_MEMBERS_INT, 0.51, per_element_us=0.15, write=True, denyoom=True,
             **_coll(COLL_ADD, "set")),
-    Command("SREM", SHAPE_KEY_MEMBERS_INT, 0.41, per_element_us=0.093, write=True,
+    Command("SREM", SHAPE_KEY_MEMBERS_INT, 0.51, per_element_us=0.15, write=True,
             **_coll(COLL_REMOVE, "set")),
-    Command("SISMEMBER", SHAPE_KEY_MEMBERS_INT, 0.39, **_coll(COLL_GET, "set")),
+    Command("SISMEMBER", SHAPE_KEY_MEMBERS_INT, 0.67, **_coll(COLL_GET, "set")),
     Command("SMEMBERS", SHAPE_KEY_ARRAY, SMEMBERS_FIXED_US, per_element_us=SMEMBERS_PER_US,
             **_coll(COLL_ALL, "set")),
-    Command("SCARD", SHAPE_KEY_INT, 0.26, **_coll(COLL_CARD, "set")),
-    Command("LPUSH", SHAPE_KEY_MEMBERS_INT, 0.29, per_element_us=0.074, write=True, denyoom=True,
+    Command("SCARD", SHAPE_KEY_INT, 0.31, **_coll(COLL_CARD, "set")),
+    Command("LPUSH", SHAPE_KEY_MEMBERS_INT, 0.35, per_element_us=0.092, write=True, denyoom=True,
             **_coll(COLL_ADD, "list")),
-    Command("RPUSH", SHAPE_KEY_MEMBERS_INT, 0.26, per_element_us=0.038, write=True, denyoom=True,
+    Command("RPUSH", SHAPE_KEY_MEMBERS_INT, 0.35, per_element_us=0.063, write=True, denyoom=True,
             **_coll(COLL_ADD, "list")),
-    Command("LPOP", SHAPE_KEY, 0.44, write=True, **_coll(COLL_POP, "list")),
-    Command("RPOP", SHAPE_KEY, 0.37, write=True, **_coll(COLL_POP, "list")),
+    Command("LPOP", SHAPE_KEY, 0.49, write=True, **_coll(COLL_POP, "list")),
+    Command("RPOP", SHAPE_KEY, 0.47, write=True, **_coll(COLL_POP, "list")),
     Command("LRANGE", SHAPE_KEY_ARRAY, LRANGE_FIXED_US, per_element_us=LRANGE_PER_US,
             **_coll(COLL_RANGE, "list")),
-    Command("LLEN", SHAPE_KEY_INT, 0.26, **_coll(COLL_CARD, "list")),
-    Command("HSET", SHAPE_KEY_FIELD_VALUE, 0.5, write=True, denyoom=True,
+    Command("LLEN", SHAPE_KEY_INT, 0.31, **_coll(COLL_CARD, "list")),
+    Command("HSET", SHAPE_KEY_FIELD_VALUE, 0.76, write=True, denyoom=True,
             **_coll(COLL_ADD, "hash")),
-    Command("HDEL", SHAPE_KEY_MEMBERS_INT, 0.5, per_element_us=0.093, write=True,
+    Command("HDEL", SHAPE_KEY_MEMBERS_INT, 0.76, per_element_us=0.15, write=True,
             **_coll(COLL_REMOVE, "hash")),
-    Command("HGET", SHAPE_KEY, 0.39, **_coll(COLL_GET, "hash")),
+    Command("HGET", SHAPE_KEY, 0.67, **_coll(COLL_GET, "hash")),
     Command("HGETALL", SHAPE_KEY_ARRAY, HGETALL_FIXED_US, per_element_us=HGETALL_PER_US,
             **_coll(COLL_ALL, "hash")),
-    Command("HLEN", SHAPE_KEY_INT, 0.26, **_coll(COLL_CARD, "hash")),
-    Command("ZADD", SHAPE_KEY_FIELD_VALUE, 1.4, write=True, denyoom=True,
+    Command("HLEN", SHAPE_KEY_INT, 0.31, **_coll(COLL_CARD, "hash")),
+    Command("ZADD", SHAPE_KEY_FIELD_VALUE, 2.17, write=True, denyoom=True,
             **_coll(COLL_ADD, "zset")),
-    Command("ZREM", SHAPE_KEY_MEMBERS_INT, 1.4, per_element_us=0.093, write=True,
+    Command("ZREM", SHAPE_KEY_MEMBERS_INT, 2.17, per_element_us=0.15, write=True,
             **_coll(COLL_REMOVE, "zset")),
-    Command("ZSCORE", SHAPE_KEY, 0.39, **_coll(COLL_GET, "zset")),
+    Command("ZSCORE", SHAPE_KEY, 0.67, **_coll(COLL_GET, "zset")),
     Command("ZRANGE", SHAPE_KEY_ARRAY, ZRANGE_FIXED_US, per_element_us=ZRANGE_PER_US,
             **_coll(COLL_RANGE, "zset")),
     Command("ZRANGEBYSCORE", SHAPE_KEY_ARRAY, ZRANGE_FIXED_US, per_element_us=ZRANGE_PER_US,
             **_coll(COLL_RANGE, "zset")),
-    Command("ZCARD", SHAPE_KEY_INT, 0.26, **_coll(COLL_CARD, "zset")),
-    Command("EXPIRE", SHAPE_KEY_TTL, 0.82, write=True, effect=EFFECT_EXPIRE),
+    Command("ZCARD", SHAPE_KEY_INT, 0.31, **_coll(COLL_CARD, "zset")),
+    Command("EXPIRE", SHAPE_KEY_TTL, 1.07, write=True, effect=EFFECT_EXPIRE),
     Command("SCAN", SHAPE_SCAN, SCAN_FIXED_US, per_element_us=SCAN_PER_KEY_US),
-    Command("PING", SHAPE_SIMPLE, 0.13),
+    Command("PING", SHAPE_SIMPLE, 0.2),
     Command("INFO", SHAPE_INFO, 20.0),
     Command("KEYS", SHAPE_KEYS_PATTERN, KEYS_FIXED_US, per_element_us=KEYS_PER_MATCH_US,
             per_key_scanned_us=KEYS_PER_KEY_US, effect=EFFECT_KEYS),

@@ -31,7 +31,7 @@ and pushes its timeline back by the CPU it did not get
 
 Deviation: its frees go straight to the arena, not through a thread cache of
 its own, and its jobs' frees leave ``used_memory`` at a steady rate (the
-reference host's drains are straight lines but for a last 6–15 % step when a
+EPYC VM's drains (the first reference host) are straight lines but for a last 6–15 % step when a
 hashtable's bucket array goes).
 
 ``FLUSHALL ASYNC`` (or a plain FLUSHALL with ``lazyfree-lazy-user-flush``)

@@ -20,8 +20,8 @@ instructions), then the blocked event passes (``event_loop.blocked_iteration``),
 until the script's time is spent; then its reply is queued and the event-loop
 iteration it interrupted goes on with its time events.
 
-Measured on the reference host (Debian's Redis 7.0.15,
-results/calibration/reference-host/collections/reads-keys-eval.md): with
+Measured on the 2-vCPU AMD EPYC VM (Debian's Redis 7.0.15,
+results/calibration/amd-epyc-2vcpu/collections/reads-keys-eval.md): with
 ``busy-reply-threshold 100`` a 300 ms script held a PING sent at 13-18 ms
 until 100.3-100.6 ms, then answered it ``-BUSY``; later PINGs were answered
 within 0.2-0.5 ms; ``cmdstat_ping`` counted them as ``rejected_calls``. A
@@ -29,7 +29,7 @@ client sending PING back to back while a bare Lua loop ran past the threshold
 was answered every 0.24-0.28 ms (``engine.cpu.lua-hook`` 260 µs plus the
 pass); two such clients were answered in the same pass (99.8 % of the time);
 with ``redis.call('PING')`` in the loop, every 4.5 ms
-(results/calibration/reference-host/collections/scripts.md).
+(results/calibration/amd-epyc-2vcpu/collections/scripts.md).
 
 Deviations: a script touches no key (its ``redis.call`` work is in its
 duration), and its run time is not scaled by ``engine.cpu.scale`` (it is a

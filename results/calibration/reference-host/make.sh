@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# How results/calibration/reference-host/calibration.yaml was made (2026-11-24):
-# five calibrations of Debian's redis-server 7.0.15 on the reference host (a
-# 2-vCPU AMD EPYC VM, the kind the project's CI runs on), a minute or more
-# apart, and their medians. The host's speed drifts by 20-30 % over minutes (a
-# VM's neighbours; nothing else ran in the VM), so one calibration alone is not
-# the host's typical figure.
+# How results/calibration/reference-host/calibration.yaml was made: full
+# calibrations of Debian's redis-server 7.0.15 on the reference host (a 2-vCPU
+# Intel Xeon VM, the kind the project's CI runs on), a minute or more apart,
+# on two days (run1-5 on 2026-11-28, run6-8 on 2026-11-29), and their medians.
+# The caches part is left out of each run (its dataset sweep takes ~4.5 min;
+# the one made on this VM is results/validation/caches-sweep/).
+#   bash make.sh 1 2 3 4 5      # one day's runs
+#   bash make.sh 6 7 8          # the next day's
+#   bash make.sh combine        # the medians of every run*.yaml here
 set -euo pipefail
 cd "$(dirname "$0")"
-for i in 1 2 3 4 5; do
-  redsim calibrate --start --reps 5 --commands all --out run$i.yaml
-  [ $i = 5 ] || sleep 60
+if [ "${1:-}" = combine ]; then
+  redsim calibrate --combine run[0-9]*.yaml --out calibration.yaml
+  exit
+fi
+for i in "$@"; do
+  redsim calibrate --start --reps 5 --commands all --skip caches --out run$i.yaml
+  [ "$i" = "${!#}" ] || sleep 60
 done
-redsim calibrate --combine run1.yaml run2.yaml run3.yaml run4.yaml run5.yaml --out calibration.yaml
