@@ -351,6 +351,7 @@ def collection_value_sizes(scenario, commands: tuple[str, ...]) -> dict[str, int
     the command with (a list's pushes cost more with larger elements: LPUSH
     0.75 µs with 3 B, 0.89 with 64 B on the Intel VM)."""
     from redsim.calibrate.measure import BENCH_COMMANDS
+    from redsim.model import collection
     from redsim.model.commands import COMMANDS
 
     out: dict[str, int] = {}
@@ -361,8 +362,10 @@ def collection_value_sizes(scenario, commands: tuple[str, ...]) -> dict[str, int
             sends = "V" in BENCH_COMMANDS.get(cmd, ())  # its load carries a value
             if cmd in commands and cmd not in out and sends and COMMANDS[cmd].type is not None \
                     and ks.type != "string":
-                size = g.value_size.mean if ks.type == "hash" else ks.member_size or 10
-                out[cmd] = max(1, round(size))
+                # The sizes the model gives the keyspace's elements.
+                size = (collection.hash_value_size(g) if ks.type == "hash"
+                        else collection.member_size(g))
+                out[cmd] = max(1, size)
     return out
 
 

@@ -145,3 +145,26 @@ def test_the_eviction_dataset_is_cut_to_the_memory_the_sweep_may_fill():
     assert eviction_base_keys(100, 2 << 30) == 600_000
     assert eviction_base_keys(4096, 2 << 30) == 375_434
     assert eviction_base_keys(4096, 100 << 20) == 100_000
+
+
+def test_for_measures_collection_commands_at_the_keyspaces_element_sizes():
+    # `calibrate --for` pushes and sets elements of the size the scenario's
+    # keyspace gives them: a list's member-size, a hash's values (the group's
+    # value-size), a list without a member-size at the keyspace's default,
+    # 10 B (schema: "10 by default"). GET sends no value, and SADD's bench
+    # load adds redis-benchmark's random integers, whatever the scenario's.
+    from redsim.cli import collection_value_sizes
+    from redsim.config import load_scenario
+
+    def group(cmd, ks, **extra):
+        return {"kind": "open", "rate": 10, "mix": {cmd: 1},
+                "keyspace": {"keys": 100, "preload": 0, **ks}, **extra}
+
+    sc = load_scenario({"name": "t", "duration": 1, "clients": [
+        group("LPUSH", {"type": "list", "member-size": 64}),
+        group("HSET", {"type": "hash", "member-size": 13}, **{"value-size": 200}),
+        group("RPUSH", {"type": "list"}),
+        group("SADD", {"type": "set", "member-size": 30}),
+        group("GET", {})]})
+    sizes = collection_value_sizes(sc, ("LPUSH", "HSET", "RPUSH", "SADD", "GET"))
+    assert sizes == {"LPUSH": 64, "HSET": 200, "RPUSH": 10}
