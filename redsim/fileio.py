@@ -31,6 +31,10 @@ _FILE_KINDS = (
 )
 
 
+BAD_NAME = "not a name a file can have (a NUL byte, or characters the file system cannot encode)"
+"""What ``RefusedFile`` says of a path the OS cannot even look up."""
+
+
 class RefusedFile(Exception):
     """Why a path was not read.
 
@@ -55,6 +59,17 @@ def file_kind(mode: int) -> str:
     return "not a regular file"
 
 
+def real_path(path: str | os.PathLike[str]) -> str:
+    """``path`` absolute with its symlinks resolved, as ``os.path.realpath``;
+    a path that cannot be resolved (a NUL byte, a name the file system cannot
+    encode, a symlink loop) comes back absolute but as written, so that the
+    opener (``open_regular``) reports it with the field that named it."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return os.path.abspath(path)
+
+
 @contextlib.contextmanager
 def open_regular(path: str | os.PathLike[str], limit: int) -> Iterator[BinaryIO]:
     """Open ``path`` for binary reading if it is a regular file of at most ``limit``
@@ -69,8 +84,10 @@ def open_regular(path: str | os.PathLike[str], limit: int) -> Iterator[BinaryIO]
     name = os.fspath(path)
     try:
         st = os.stat(name)
-    except OSError as exc:
+    except OSError as exc:  # missing, no permission, a symlink loop (ELOOP), EIO
         raise RefusedFile(UNREADABLE, exc.strerror or type(exc).__name__) from None
+    except ValueError:  # a NUL byte, or a name the file system's encoding cannot take
+        raise RefusedFile(UNREADABLE, BAD_NAME) from None
     if not stat.S_ISREG(st.st_mode):
         raise RefusedFile(IRREGULAR, file_kind(st.st_mode))
     if st.st_size > limit:

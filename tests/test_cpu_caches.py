@@ -210,3 +210,22 @@ def test_a_command_costs_what_was_measured_on_the_dataset_it_was_measured_on():
     for command, ks in (("GET", get), ("LPUSH", lpush)):
         assert _command_cpu(command, ks, None) == pytest.approx(
             _command_cpu(command, ks, "none"), rel=0.01), command
+
+
+def test_key_span_is_the_kernels_string_key_bytes_plus_its_buckets():
+    # key_span restates objects.string_key_bytes in Python (its docstring says
+    # why): the two must agree, plus 8 B of the main dict's bucket array and 8
+    # of the expires dict's when the key has a TTL.
+    from redsim.model.objects import string_key_bytes
+
+    for value in (0, 3, 44, 45, 64, 1000, 4096, 100_000):
+        for key_len in (1, 16, 40, 300):
+            for ttl in (False, True):
+                for q16 in (False, True):
+                    want = string_key_bytes(key_len, value, False, False, ttl, q16) \
+                        + 8 + (8 if ttl else 0)
+                    assert cc.key_span(value, key_len, ttl, quantum16=q16) == want
+                    want_int = string_key_bytes(key_len, 0, True, False, ttl, q16) \
+                        + 8 + (8 if ttl else 0)
+                    assert cc.key_span(0, key_len, ttl, integer=True, quantum16=q16) \
+                        == want_int

@@ -142,10 +142,13 @@ class ScenarioError(Exception):
 
     def _message(self) -> str:
         parts: list[str] = []
-        if self.file is not None and self.line is not None:
-            parts.append(f"{self.file}:{self.line}")
-        elif self.file is not None:
-            parts.append(self.file)
+        # A name with a NUL byte, a newline or an unencodable character is quoted:
+        # the message stays one line a terminal shows as it is.
+        file = self.file if self.file is None or self.file.isprintable() else repr(self.file)
+        if file is not None and self.line is not None:
+            parts.append(f"{file}:{self.line}")
+        elif file is not None:
+            parts.append(file)
         elif self.line is not None:
             parts.append(f"line {self.line}")
         if self.location:

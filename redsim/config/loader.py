@@ -43,6 +43,7 @@ from redsim.config.errors import (
 )
 from redsim.config.redis_conf import is_default, quote_arg, read_redis_conf
 from redsim.config.schema import INSTANCE_TAGS, Scenario
+from redsim.fileio import real_path
 
 # Most YAML nodes a scenario may expand to (aliases counted each time they are
 # used). Stops "billion laughs" files and recursive aliases before validation walks
@@ -511,7 +512,10 @@ def field_parser(path: str) -> Callable[[Any], Any] | None:
 
 
 def _resolve(base: Path, value: str) -> Path:
-    return (base / os.path.expanduser(value)).resolve()
+    """``value`` made absolute against ``base``, ``~`` expanded and symlinks
+    resolved (``fileio.real_path``: a path that cannot be resolved stays as
+    written, for its opener to refuse with the field's name)."""
+    return Path(real_path(base / os.path.expanduser(value)))
 
 
 def _merge_redis_conf(data: dict[Any, Any], base: Path, ctx: _Context) -> None:
@@ -609,7 +613,9 @@ def read_calibration(path: Path) -> tuple[dict[str, Any], dict[Path_, int]]:
                 location=f"values.{key}",
                 expected="a section a calibration fills (" + ", ".join(CALIBRATION_SECTIONS)
                 + ")", found=show(key), hint=did_you_mean(str(key), CALIBRATION_SECTIONS))
-    values = copy.deepcopy(values)
+    # An empty section (``engine:`` with nothing under it, YAML's null) fills
+    # nothing, as if it were absent.
+    values = {k: v for k, v in copy.deepcopy(values).items() if v is not None}
     resolve_distribution_files(values, path.parent)
     own = {p[1:]: n for p, n in lines.items() if p[:1] == ("values",)}
     try:

@@ -40,6 +40,7 @@ from redsim.config.errors import (
     show,
 )
 from redsim.config.units import parse_size
+from redsim.fileio import real_path
 
 # The bytes C's isspace() accepts in the "C" locale; str.isspace() would also take
 # Unicode spaces, which Redis treats as ordinary characters.
@@ -180,7 +181,7 @@ class _ConfState:
         return out
 
     def load(self, path: Path, stack: tuple[str, ...]) -> None:
-        key = os.path.realpath(path)
+        key = real_path(path)
         if key in stack:
             raise ScenarioError(
                 file=str(path),

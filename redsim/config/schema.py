@@ -1293,6 +1293,9 @@ def _sample_file(path: Any, parse: Callable[[Any], float], unit: str) -> list[fl
     except UnicodeDecodeError:
         raise BadValue(f"a text file of samples (UTF-8) in {path}", "binary data",
                        field=("samples",)) from None
+    except OSError as exc:  # the read itself failed (EIO): stat and open succeeded
+        raise BadValue("a readable samples file", f"{show_path(path)} "
+                       f"({exc.strerror or type(exc).__name__})", field=("samples",)) from None
     if not values:
         raise BadValue(f"at least one sample in {path}", "none", field=("samples",))
     return values
@@ -1486,8 +1489,11 @@ class _Dist(_Model):
                                hint=exc.hint) from None
             weights.append(weight)
             parts.append(part)
-        total = math.fsum(weights)
-        weights = [x / total for x in weights]
+        # Scaled by the largest first: the sum of weights near the float's
+        # largest value would overflow, and the proportions are all that count.
+        top = max(weights)
+        total = math.fsum(x / top for x in weights)
+        weights = [x / top / total for x in weights]
         return {"kind": "mixture", "mean": math.fsum(x * p.mean for x, p in zip(
                     weights, parts, strict=True)),
                 "low": min(p.low for p in parts), "high": max(p.high for p in parts),
@@ -1501,6 +1507,9 @@ class _Dist(_Model):
         if not isinstance(raw, dict) or not raw:
             raise BadValue("a mapping of probability → value, like {0.5: 2ms, 1.0: 20ms}",
                            show(raw), field=(key,))
+        if len(raw) > EMP_MAX_POINTS:  # counted before parsing: a huge table is refused at once
+            raise BadValue(f"at most {EMP_MAX_POINTS} quantiles with 0 (give samples for "
+                           "more)", f"{len(raw):,}", field=(key,))
         qs: dict[float, float] = {}
         for p, v in raw.items():
             try:

@@ -352,7 +352,13 @@ def key_span(value_bytes: float, key_len: int, expires: bool, integer: bool = Fa
              quantum16: bool = False) -> float:
     """Bytes one string key allocates (dictEntry, key sds, robj and value, the
     ``expires`` entry), plus its share of the bucket arrays (8 bytes a bucket,
-    one per key at a load factor of 1): ``objects.string_key_bytes`` in Python."""
+    one per key at a load factor of 1): ``objects.string_key_bytes`` in Python.
+
+    It restates that function on purpose: ``string_key_bytes`` calls compiled
+    helpers (``sds_bytes``, ``value_bytes``), which called from Python would
+    be compiled for Python, whole, in every process that configures a run;
+    here only the two leaf helpers' Python functions run.
+    ``tests/test_cpu_caches.py`` holds the two equal."""
     q = quantum16
     cls = _python(size_class)
     header = _python(sds_header)
@@ -455,23 +461,26 @@ def prefetched_share(t: Touch) -> float:
     return (expires + rest / PREFETCH_OVERLAP) / t.loads
 
 
-def miss_deltas(scenario: Any, key_lo: Any = None) -> tuple[list[float], float]:
+def miss_deltas(scenario: Any, key_lo: Any = None, h: Hierarchy | None = None,
+                ref: float | None = None) -> tuple[list[float], float]:
     """(each group's miss cost per key access over the calibrated dataset's,
     the same per dependent load of a sampled key), s, before ``engine.cpu.scale``.
     ``key_lo``: the groups' first key rows (``collection.first_key_rows``). With
     Redis 8's prefetching (``prefetched``) a key access costs its share
     (``prefetched_share``) of its misses, those the calibrated costs hold
-    included; eviction's and expiry's samples are not prefetched."""
+    included; eviction's and expiry's samples are not prefetched. ``h`` and
+    ``ref`` (``hierarchy``, ``calibrated_miss`` at the calibrated keys) when the
+    caller has them already."""
     if key_lo is None:
         from redsim.model.collection import first_key_rows
 
         key_lo = first_key_rows(scenario)
-    h = hierarchy(scenario)
+    h = hierarchy(scenario) if h is None else h
     touches = group_touches(scenario, np.asarray(key_lo))
     per, uniform = miss_cost(touches, h)
     q16 = scenario.engine.allocator_quantum == 16
     on = scenario.engine.cpu.calibrated_on
-    ref = calibrated_miss(scenario, h, on.keys)
+    ref = calibrated_miss(scenario, h, on.keys) if ref is None else ref
     _, ref_uniform = miss_cost([touch(KeyAccess(0, on.eviction_keys, 1.0),
                                       on.eviction_value_size, on.key_size, False,
                                       quantum16=q16)], h)
@@ -490,12 +499,15 @@ def calibrated_miss(scenario: Any, h: Hierarchy, keys: int) -> float:
     return ref
 
 
-def one_key_miss(scenario: Any) -> float:
+def one_key_miss(scenario: Any, h: Hierarchy | None = None, ref: float | None = None
+                 ) -> float:
     """What the calibrated dataset's misses take off a command's cost and one
-    key's do not (``C_ONE_KEY_MISS``, before ``engine.cpu.scale``), s."""
-    h = hierarchy(scenario)
-    return calibrated_miss(scenario, h, scenario.engine.cpu.calibrated_on.keys) \
-        - calibrated_miss(scenario, h, 1)
+    key's do not (``C_ONE_KEY_MISS``, before ``engine.cpu.scale``), s; ``h`` and
+    ``ref`` as ``miss_deltas`` takes them."""
+    h = hierarchy(scenario) if h is None else h
+    if ref is None:
+        ref = calibrated_miss(scenario, h, scenario.engine.cpu.calibrated_on.keys)
+    return ref - calibrated_miss(scenario, h, 1)
 
 
 def configure(b) -> None:
@@ -506,11 +518,14 @@ def configure(b) -> None:
     from redsim.model.blueprint import US, f64
 
     cpu = b.scenario.engine.cpu
-    per, uniform = miss_deltas(b.scenario, b.part("gp")["key_lo"])
+    # The hierarchy and the calibrated dataset's misses, solved once for both.
+    h = hierarchy(b.scenario)
+    ref = calibrated_miss(b.scenario, h, cpu.calibrated_on.keys)
+    per, uniform = miss_deltas(b.scenario, b.part("gp")["key_lo"], h, ref)
     k = cpu.scale
     b.fill("gp", miss_cpu=f64([c * k for c in per]))
     # A dataset smaller than the calibrated one costs less, but a sample never
     # less than nothing.
     b.F[S.C_EV_SAMPLE_MISS] = max(EVICTION_SAMPLE_LOADS * uniform, -cpu.eviction_sample * US) * k
     b.F[S.C_EXP_SAMPLE_MISS] = max(EXPIRY_SAMPLE_LOADS * uniform, -cpu.expire_sample * US) * k
-    b.F[S.C_ONE_KEY_MISS] = one_key_miss(b.scenario) * k
+    b.F[S.C_ONE_KEY_MISS] = one_key_miss(b.scenario, h, ref) * k

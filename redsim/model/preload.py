@@ -64,6 +64,11 @@ from redsim.model.world import as_world, pack, prefetch
 PRELOAD_STREAM = 0x5052454C  # "PREL": the preload's own SeedSequence spawn key
 PRELOAD_AGE = 3600  # s: without a known rate, keys without a TTL were last touched
 # uniformly over the past hour
+MAX_AGE_S = float(1 << 40)
+"""The oldest a preloaded key's last access can be, s (~35,000 years): a group
+whose rate is tiny (1e-300/s is a valid rate) draws ages past what int64
+seconds hold. Past Redis's own LRU clock (24 bits of seconds, ~194 days:
+``LRU_CLOCK_MAX``) every age is the same to eviction anyway."""
 
 
 @dataclass
@@ -243,6 +248,7 @@ def plan(scenario, seed: int,
             never = ~np.isfinite(idle)  # neither read nor written: as without a rate
             if never.any():
                 idle[never] = rng.integers(0, PRELOAD_AGE, int(never.sum()))
+            idle = np.minimum(idle, MAX_AGE_S)
             expires = ttl - written if math.isfinite(ttl) else np.full(m, np.inf)
             expires = np.where(expires > 0, expires, ttl)
             lrus = -np.ceil(idle)
@@ -288,7 +294,8 @@ def plan(scenario, seed: int,
                 once_vlens = _vlens(rng, grp, int(round(once_rate * span)))
         n_once = len(once_vlens)
         planned += m + n_once
-        ages = _sorted_uniforms(rng, n_once) * (n_once / once_rate if n_once else 0.0)
+        ages = np.minimum(_sorted_uniforms(rng, n_once) * (n_once / once_rate if n_once else 0.0),
+                          MAX_AGE_S)
         plans.append(GroupPreload(
             key_len=grp.key_size, keys=keys if coll is None else keys + coll.row_lo,
             vlens=vlens, expires=expires,

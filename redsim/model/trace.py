@@ -198,7 +198,7 @@ def parse_trace(path: str | Path) -> Trace:
     try:
         st = os.stat(path)
         key: tuple[str, int, int] | None = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL byte, an unencodable name
         key = None  # _parse_trace reports it
     if key is not None and key in _CACHE:
         return _CACHE[key]
