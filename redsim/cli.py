@@ -371,6 +371,7 @@ def collection_value_sizes(scenario, commands: tuple[str, ...]) -> dict[str, int
 
 def cmd_calibrate(args) -> int:
     from redsim.calibrate import ALL_PARTS, QUICK_PARTS, calibrate
+    from redsim.live.guard import GuardError
     from redsim.live.server import RedisNotFound
 
     if args.combine:
@@ -380,6 +381,8 @@ def cmd_calibrate(args) -> int:
 
         combine([Path(f) for f in args.combine], Path(args.out))
         return 0
+    if args.cleanup:
+        return _calibrate_cleanup(args)
     if not args.start and args.port is None:
         raise _UsageError("give --port (and --host) of a server to measure, or --start to "
                           "start a throw-away local redis-server")
@@ -395,7 +398,7 @@ def cmd_calibrate(args) -> int:
             calibrate_scale(Path(args.out), host=args.host, port=args.port, start=args.start,
                             can_write=args.i_know_this_writes,
                             progress=False if args.no_progress else None)
-        except (RedisNotFound, PermissionError, ValueError) as exc:
+        except (RedisNotFound, PermissionError, ValueError, GuardError) as exc:
             raise _UsageError(str(exc)) from None
         except (OSError, RuntimeError) as exc:
             raise _UsageError(f"calibration stopped: {exc}") from None
@@ -424,9 +427,10 @@ def cmd_calibrate(args) -> int:
                         data_dir=Path(args.data_dir) if args.data_dir else None,
                         quick=args.quick, progress=False if args.no_progress else None,
                         sweep=sweep, value_sizes=value_sizes,
+                        allow_fork="fork" in (args.only or "").split(","),
                         **({"eviction_value_size": eviction_value_size}
                            if eviction_value_size is not None else {}))
-    except (RedisNotFound, PermissionError, ValueError) as exc:
+    except (RedisNotFound, PermissionError, ValueError, GuardError) as exc:
         raise _UsageError(str(exc)) from None
     except (OSError, RuntimeError) as exc:  # the server went away, refused, a load failed
         raise _UsageError(f"calibration stopped: {exc}") from None
@@ -628,6 +632,31 @@ def cmd_frontier(args) -> int:
     return 0
 
 
+def _calibrate_cleanup(args) -> int:
+    """``redsim calibrate --cleanup``: undo what a killed calibration of
+    --host/--port left (``live.guard.cleanup_server``)."""
+    import redis
+
+    from redsim.live.guard import GuardError, cleanup_server
+
+    others = [flag for name, flag in (("start", "--start"), ("quick", "--quick"),
+                                      ("only", "--only"), ("skip", "--skip"),
+                                      ("scale_only", "--scale-only"), ("for_scenario", "--for"))
+              if getattr(args, name)]
+    if others:
+        raise _UsageError(f"--cleanup measures nothing: leave out {', '.join(others)}")
+    if args.port is None:
+        raise _UsageError("--cleanup needs the --port (and --host) of the server a "
+                          "calibration was killed on")
+    try:
+        cleanup_server(args.host, args.port)
+    except GuardError as exc:
+        raise _UsageError(str(exc)) from None
+    except redis.RedisError as exc:
+        raise _UsageError(f"cleanup stopped: {args.host}:{args.port}: {exc}") from None
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="redsim", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -668,15 +697,23 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--out", default="calibration.yaml",
                    help="calibration file to write (fsync.csv goes beside it)")
     c.add_argument("--i-know-this-writes", action="store_true",
-                   help="allow writing keys (prefix redsim:calib:, deleted at the end), "
-                        "changing maxmemory and running BGSAVE on a server redsim did not start")
+                   help="allow writing keys (prefix redsim:calib:, each with a TTL of a few "
+                        "minutes past the longest part, deleted at the end) and changing "
+                        "maxmemory on a server redsim did not start; if the run is killed, a "
+                        "guardian process puts both back (else --cleanup does). BGSAVE (the "
+                        "fork step) runs there only with --only fork")
     c.add_argument("--only", help="comma-separated parts: "
-                   "cpu,caches,memory,clients,eviction,disk,fork")
+                   "cpu,caches,memory,clients,eviction,disk,fork (fork runs on a server "
+                   "redsim did not start only when named here)")
     c.add_argument("--skip", help="comma-separated parts to leave out")
     c.add_argument("--commands", default="SET,GET",
                    help="commands whose per-command cost is measured: a comma-separated "
                         "list, or all (default SET,GET)")
     c.add_argument("--reps", type=int, default=3, help="repetitions of each CPU load")
+    c.add_argument("--cleanup", action="store_true",
+                   help="measure nothing: undo what a killed calibration of --host/--port "
+                        "left, the configuration it recorded before changing it and its keys "
+                        "(SCAN + UNLINK of redsim:calib:*), and say what was done")
     c.add_argument("--combine", nargs="+", metavar="FILE",
                    help="measure nothing: combine calibrations of one server made at "
                         "different times into --out (the median of each value)")

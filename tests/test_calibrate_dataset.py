@@ -23,7 +23,8 @@ def test_populate_writes_every_key_once_in_chunks_with_the_benchmarks_names():
     # 1,200,000 keys from 100: chunks of 500,000, the last one short, contiguous.
     assert [(lo, hi) for lo, hi, *_ in c.calls] == [(100, 500_100), (500_100, 1_000_100),
                                                     (1_000_100, 1_200_100)]
-    assert all(v == "x" * 64 and prefix == load.PREFIX for *_, v, prefix in c.calls)
+    assert all(v == "x" * 64 and prefix == load.PREFIX and ttl == 0
+               for _lo, _hi, v, prefix, ttl in c.calls)
     # The Lua names keys as redis-benchmark's __rand_int__ does: 12 digits.
     assert "%012d" in dataset._POPULATE and load.key_pattern() == load.PREFIX + "__rand_int__"
 

@@ -4,8 +4,11 @@
 the user names (read-only figures unless ``can_write``) or a throw-away local
 one it starts itself — and writes a calibration file (``fragment.py``) that a
 scenario takes with ``calibration: FILE``. Keys it writes carry a prefix and
-are deleted at the end, whatever happens; configuration it changes is put back.
-Before measuring it says what it will do and how long each step should take
+are deleted at the end; configuration it changes is put back. On a server it
+did not start, the keys also carry a TTL and a guardian process
+(``live.guard``) undoes both if the calibration is killed; the fork step,
+which pauses the server, runs there only when asked for by name. Before
+measuring it says what it will do and how long each step should take
 (``plan.py``), then when each step starts and ends; the file lists the parts
 it did not measure, whose fields stay at the model's defaults.
 
@@ -26,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from redsim.calibrate import dataset, fragment, measure, misses, plan, replay
-from redsim.live import load
+from redsim.live import guard, load
 from redsim.live.server import RedisServer
 
 ALL_PARTS = ("cpu", "caches", "memory", "clients", "eviction", "disk", "fork")
@@ -78,7 +81,7 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
               sweep: dataset.Sweep = dataset.DEFAULT_SWEEP,
               eviction_value_size: int = measure.EVICTION_VALUE_SIZE,
               value_sizes: dict[str, int] | None = None,
-              progress: bool | None = None,
+              progress: bool | None = None, owned: bool = False, allow_fork: bool = False,
               say: Callable[[str], None] = print) -> dict[str, Any]:
     """Measure a server and write the calibration file ``out`` (and the fsync
     samples beside it, ``<name>.fsync.csv``). Returns the calibration document;
@@ -88,7 +91,16 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
         start: start a throw-away local redis-server (and stop it at the end);
             otherwise connect to host:port.
         can_write: allowed to write keys (always with the calibration prefix) to a
-            server this call did not start; eviction and fork need it too.
+            server this call did not start; eviction and fork need it too. There
+            its keys carry a TTL (``plan.key_ttl_s``) and a guardian undoes the
+            keys and configuration if the calibration dies (``live.guard``).
+        owned: host:port is a throw-away server the caller started and stops
+            (``redsim validate-model``'s): treated as one ``start`` started (no
+            TTL, no guardian, the fork step runs).
+        allow_fork: run the fork step (BGSAVE, a pause of the server's main
+            thread that grows with its RSS) on a server redsim did not start
+            (the CLI: when ``--only`` names fork); otherwise it is skipped there
+            and listed in ``not-measured``.
         parts: which measurements to make (``ALL_PARTS``).
         commands: commands whose per-command cost is measured.
         reps: repetitions of each CPU load.
@@ -121,9 +133,11 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
     out.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     with _target(host, port, start, can_write, say,
-                 {"enable-debug-command": "local"}) as (target, started):
+                 {"enable-debug-command": "local"}, owned=owned) as (target, started):
         if data_dir is not None:
             target.data_dir = Path(data_dir)
+        skipped = _fork_policy(target, parts, started, allow_fork, say)
+        parts = tuple(p for p in parts if p not in skipped)
         cpu = measure.CPU_FULL
         steps = plan.plan(parts, commands, reps, cpu, local=target.pid is not None,
                           data_dir=target.data_dir is not None, sweep=sweep)
@@ -136,18 +150,85 @@ def calibrate(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
         if missing:
             say("not measured (a scenario using the file keeps the model's defaults for "
                 "them): " + ", ".join(missing))
-        return _run(target, out, parts, commands, reps, t0, started=started,
-                    data_dir_given=data_dir is not None, cpu=cpu, quick=quick, sweep=sweep,
-                    eviction_value_size=eviction_value_size, value_sizes=value_sizes)
+        with _guarded(target, started, plan.longest_part_s(steps), say):
+            return _run(target, out, parts, commands, reps, t0, started=started,
+                        data_dir_given=data_dir is not None, cpu=cpu, quick=quick,
+                        sweep=sweep, eviction_value_size=eviction_value_size,
+                        value_sizes=value_sizes, skipped=skipped)
+
+
+FORK_SKIPPED = ("BGSAVE forks the server, which redsim did not start: a pause of its main "
+                "thread that grows with its RSS, and a new RDB file in its dir; --only fork "
+                "measures it there (or --start, on a throw-away server)")
+"""Why the fork step is skipped on a server redsim did not start (``not-measured``)."""
+
+
+def _fork_policy(t: measure.Target, parts: tuple[str, ...], started: bool,
+                 allow_fork: bool, say: Callable[[str], None]) -> dict[str, str]:
+    """The parts skipped because of what the fork step does to a server redsim did
+    not start ({"fork": why}, or none), said before anything runs; when it runs
+    there (``allow_fork``), what it will do, said before it starts."""
+    if "fork" not in parts or started:
+        return {}
+    if not allow_fork:
+        say(f"fork: skipped, {FORK_SKIPPED}")
+        return {"fork": FORK_SKIPPED}
+    if not t.can_write:
+        return {}  # refused with the other writes (``_run``)
+    bgsaves = measure.FORK_REPS * len(measure.FORK_SIZES_MB)
+    say(f"fork: the fork step runs BGSAVE {bgsaves} times on {t.host}:{t.port}, a server redsim "
+        "did not start: each fork() pauses its main thread for a time that grows with its "
+        f"RSS (its page tables are copied: a latency spike for its clients), and each writes "
+        f"{_rdb_file(t)}, replacing its last snapshot")
+    return {}
+
+
+def _rdb_file(t: measure.Target) -> str:
+    """The server's RDB file (``dir``/``dbfilename``), or words for it when CONFIG
+    GET is refused."""
+    try:
+        cfg = {k: t.client.config_get(k)[k] for k in ("dir", "dbfilename")}
+    except Exception:  # noqa: BLE001 - CONFIG renamed or refused: words will do
+        return "its RDB file"
+    return f"its RDB file {os.path.join(cfg['dir'], cfg['dbfilename'])}"
+
+
+@contextlib.contextmanager
+def _guarded(t: measure.Target, started: bool, longest_s: float,
+             say: Callable[[str], None]) -> Iterator[None]:
+    """On a server redsim did not start, with writes allowed: every key written
+    carries a TTL (from ``longest_s``, the longest part's estimate, s), and a
+    guardian undoes the keys and configuration left if the calibration dies;
+    said before anything is written. Elsewhere, nothing."""
+    if started or not t.can_write:
+        yield
+        return
+    t.key_ttl_s = plan.key_ttl_s(longest_s)
+    with guard.Guard(t.host, t.port, key_ttl_s=t.key_ttl_s) as g:
+        t.guard = g
+        say(f"keys written carry a TTL of {plan.duration(t.key_ttl_s)} ({t.key_ttl_s} s); if "
+            f"this run is killed, a guardian (pid {g.pid}) puts back the configuration it "
+            f"changed and deletes its keys (record: {g.path}; `redsim calibrate --cleanup "
+            f"--host {t.host} --port {t.port}` does it if the guardian could not)")
+        try:
+            yield
+        except BaseException:
+            say(f"calibration stopped: its guardian (pid {g.pid}) checks that the configuration "
+                f"and keys are as they were (at most {guard.CLEANUP_BOUND_S:.0f} s; log: "
+                f"{guard.log_path(g.path)})")
+            raise
+        finally:
+            t.guard = None
 
 
 @contextlib.contextmanager
 def _target(host: str, port: int | None, start: bool, can_write: bool,
-            say: Callable[[str], None], config: dict[str, Any] | None = None
-            ) -> Iterator[tuple[measure.Target, bool]]:
+            say: Callable[[str], None], config: dict[str, Any] | None = None,
+            owned: bool = False) -> Iterator[tuple[measure.Target, bool]]:
     """The server to measure, connected: a throw-away one started with
     ``config`` (written to freely; stopped by PID at the end, whatever
-    happens) when ``start``, else host:port. Yields (target, started)."""
+    happens) when ``start``, else host:port (``owned``: a throw-away server the
+    caller started). Yields (target, started by redsim)."""
     server = RedisServer(config=config) if start else None
     try:
         if server is not None:
@@ -157,7 +238,7 @@ def _target(host: str, port: int | None, start: bool, can_write: bool,
             host, port, can_write = server.host, server.port, True
         if port is None:
             raise ValueError("a port is needed (or start a server with start=True)")
-        yield measure.Target.connect(host, port, can_write=can_write, say=say), start
+        yield measure.Target.connect(host, port, can_write=can_write, say=say), start or owned
     finally:
         if server is not None:
             pid = server.pid
@@ -178,14 +259,15 @@ def _made(t: measure.Target, info: dict[str, Any], t0: float, started: bool
                    "mem_allocator": info.get("mem_allocator"
                                              ) or t.client.info("memory").get("mem_allocator"),
                    "started_by_redsim": started,
-                   "address": f"{t.host}:{t.port}"},
+                   "address": f"{t.host}:{t.port}",
+                   **({"key_ttl_s": t.key_ttl_s} if t.key_ttl_s is not None else {})},
         "host": host_description(),
     }
 
 
 def calibrate_scale(out: Path, *, host: str = "127.0.0.1", port: int | None = None,
                     start: bool = False, can_write: bool = False,
-                    progress: bool | None = None,
+                    progress: bool | None = None, owned: bool = False,
                     say: Callable[[str], None] = print) -> dict[str, Any]:
     """``redsim calibrate --scale-only``: measure ``engine.cpu.scale`` (``scale.py``)
     and write it alone to ``out``; arguments as ``calibrate``'s. Returns the
@@ -195,7 +277,7 @@ def calibrate_scale(out: Path, *, host: str = "127.0.0.1", port: int | None = No
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
-    with _target(host, port, start, can_write, say) as (t, started):
+    with _target(host, port, start, can_write, say, owned=owned) as (t, started):
         if not t.can_write:
             raise PermissionError("the SET load writes keys (prefix redsim:calib:): pass "
                                   "--i-know-this-writes, or --start a throw-away server")
@@ -204,12 +286,13 @@ def calibrate_scale(out: Path, *, host: str = "127.0.0.1", port: int | None = No
         _ensure_compiled(t, progress)
         say(f"measuring SET at c={scale.LOAD.clients} P={scale.LOAD.pipeline}, "
             f"{scale.REPS} times (~5 s), and the model with the reference host's costs")
-        try:
-            m = scale.measure_scale(t, version)
-        finally:
-            n = load.delete_prefix(t.client)
-            if n:
-                say(f"deleted {n} calibration key(s) ({load.PREFIX}*)")
+        with _guarded(t, started, scale.REPS * plan.REFERENCE.bench_s(scale.LOAD), say):
+            try:
+                m = scale.measure_scale(t, version)
+            finally:
+                n = load.delete_prefix(t.client)
+                if n:
+                    say(f"deleted {n} calibration key(s) ({load.PREFIX}*)")
         made = _made(t, info, t0, started)
         doc = scale.write(out, m, made)
         say(f"engine.cpu.scale = {m.value:.3g}: {m.method}")
@@ -247,7 +330,10 @@ def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[s
          cpu: measure.CpuSettings = measure.CPU_FULL, quick: bool = False,
          sweep: dataset.Sweep = dataset.DEFAULT_SWEEP,
          eviction_value_size: int = measure.EVICTION_VALUE_SIZE,
-         value_sizes: dict[str, int] | None = None) -> dict[str, Any]:
+         value_sizes: dict[str, int] | None = None,
+         skipped: dict[str, str] | None = None) -> dict[str, Any]:
+    """Measure ``parts`` on ``t`` and write the file; ``skipped``: parts left
+    out before the run (part -> why), listed in ``not-measured`` with it."""
     info = t.client.info("server")
     if not t.can_write:
         blocked = [p for p in parts if p in WRITE_PARTS or p in ("cpu", "caches", "memory")]
@@ -262,7 +348,7 @@ def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[s
     ms: list[measure.Measurement] = []
     extra: dict[str, Any] = {}
     csv_path: Path | None = None
-    skipped: dict[str, str] = {}
+    skipped = dict(skipped or {})
     try:
         if "cpu" in parts:
             _ensure_compiled(t, t.progress.bars if t.progress is not None else False)

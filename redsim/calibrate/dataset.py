@@ -41,7 +41,11 @@ largest share of a request, and one command per request."""
 
 _POPULATE = """
 local n0, n1, v, prefix = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4]
-for i = n0, n1 - 1 do redis.call('SET', string.format('%s%012d', prefix, i), v) end
+local ttl = tonumber(ARGV[5])
+for i = n0, n1 - 1 do
+  local k = string.format('%s%012d', prefix, i)
+  if ttl > 0 then redis.call('SET', k, v, 'EX', ttl) else redis.call('SET', k, v) end
+end
 return n1 - n0
 """
 POPULATE_CHUNK = 500_000
@@ -65,12 +69,14 @@ class DatasetPoint:
 
 
 def populate(client: Any, start: int, stop: int, value_size: int,
-             prefix: str = load.PREFIX) -> None:
+             prefix: str = load.PREFIX, ttl_s: int | None = None) -> None:
     """Write keys ``start`` .. ``stop``-1, named as ``redis-benchmark`` names
-    them, with ``value_size``-byte values; in chunks of ``POPULATE_CHUNK``."""
+    them, with ``value_size``-byte values and a TTL of ``ttl_s`` seconds (None:
+    none); in chunks of ``POPULATE_CHUNK``."""
     value = "x" * value_size
     for lo in range(start, stop, POPULATE_CHUNK):
-        client.eval(_POPULATE, 0, lo, min(stop, lo + POPULATE_CHUNK), value, prefix)
+        client.eval(_POPULATE, 0, lo, min(stop, lo + POPULATE_CHUNK), value, prefix,
+                    ttl_s or 0)
 
 
 def measure(t: Target, sizes: tuple[int, ...] = SIZES, value_size: int = 64,
@@ -86,7 +92,7 @@ def measure(t: Target, sizes: tuple[int, ...] = SIZES, value_size: int = 64,
     have = 0
     for n in sorted(sizes):
         t.say(f"  {n:,} keys of {value_size} B: writing {n - have:,} keys")
-        populate(t.client, have, n, value_size)
+        populate(t.client, have, n, value_size, ttl_s=t.key_ttl_s)
         have = n
         mem = t.client.info("memory")["used_memory"] / 2**20
         for rep in range(reps):

@@ -4,11 +4,14 @@ Each function drives one bounded load against a ``Target`` and returns
 ``Measurement`` records: the value, its spread over repetitions, the scenario
 field it fills (if any) and, in words, how it was measured. Everything reads
 differences of INFO snapshots (``live.probe``); nothing resets a server's
-statistics. Keys carry ``live.load.PREFIX`` and are deleted by the caller.
+statistics. Keys carry ``live.load.PREFIX`` and are deleted by the caller; on
+a server redsim did not start they also carry a TTL (``Target.key_ttl_s``).
 
 What changes a server's configuration (``maxmemory`` for the eviction load,
-``BGSAVE`` for the fork) runs only on a server calibration may write to, and
-the original configuration is put back in a ``finally``.
+``BGSAVE`` for the fork) runs only on a server calibration may write to;
+``Target.config_set`` records the value it replaces before changing it (in
+the guardian's record too, ``live.guard``), and the original configuration
+is put back in a ``finally``.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +46,13 @@ class Target:
         say: progress messages go here.
         progress: a ``plan.Progress`` that each measurement announces its steps
             to (None: they run silently).
+        key_ttl_s: the TTL every key written carries, s (None: none, on a
+            server redsim started and stops): keys a killed calibration left
+            on a user's server expire by themselves.
+        guard: the ``live.guard.Guard`` whose record ``config_set`` keeps up to
+            date (None: no guardian, on a server redsim started).
+        changed: per directive ``config_set`` changed, the value before it
+            (``was``) and those it set (``set``), as CONFIG GET spells them.
     """
 
     client: Any
@@ -53,6 +63,9 @@ class Target:
     data_dir: Path | None
     say: Callable[[str], None] = print
     progress: Any = None
+    key_ttl_s: int | None = None
+    guard: Any = None
+    changed: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def connect(cls, host: str, port: int, *, can_write: bool,
@@ -68,6 +81,32 @@ class Target:
             if d.is_dir() and os.access(d, os.W_OK):
                 data_dir = d
         return cls(client, host, port, pid, can_write, data_dir, say, progress)
+
+    def _config_get(self, name: str) -> str:
+        return str(self.client.config_get(name)[name])
+
+    def config_set(self, name: str, value: Any) -> None:
+        """CONFIG SET ``name value``, the value it replaces recorded first (in
+        ``changed`` and, with a guardian, on disk before the server changes), so
+        that ``restore_config``, the guardian or ``redsim calibrate --cleanup``
+        can put it back whatever ends the calibration."""
+        entry = self.changed.get(name)
+        if entry is None:
+            entry = self.changed[name] = {"was": self._config_get(name), "set": []}
+        entry["set"].append(str(value))
+        if self.guard is not None:
+            self.guard.note_config(self.changed)
+        self.client.config_set(name, value)
+        now = self._config_get(name)  # as the server spells it ("1gb" -> "1073741824")
+        if now not in entry["set"]:
+            entry["set"].append(now)
+            if self.guard is not None:
+                self.guard.note_config(self.changed)
+
+    def restore_config(self) -> None:
+        """Put back every directive ``config_set`` changed, as it was before."""
+        for name, entry in self.changed.items():
+            self.client.config_set(name, entry["was"])
 
 
 class _NoBar:
@@ -135,10 +174,12 @@ def _round(v: float) -> float:
 # with the calibration prefix and a random number, V a value.
 _K = load.key_pattern()
 _N = load.key_pattern(load.PREFIX + "n:")  # counters: SET's values are not integers
+_TTL = "3600"
+"""The TTL SETEX and EXPIRE set (s); the keys' own TTL where they carry one."""
 BENCH_COMMANDS: dict[str, list[str]] = {
-    "SET": ["SET", _K, "V"], "GET": ["GET", _K], "SETEX": ["SETEX", _K, "3600", "V"],
+    "SET": ["SET", _K, "V"], "GET": ["GET", _K], "SETEX": ["SETEX", _K, _TTL, "V"],
     "INCR": ["INCR", _N], "DECR": ["DECR", _N], "EXISTS": ["EXISTS", _K],
-    "DEL": ["DEL", _K], "UNLINK": ["UNLINK", _K], "EXPIRE": ["EXPIRE", _K, "3600"],
+    "DEL": ["DEL", _K], "UNLINK": ["UNLINK", _K], "EXPIRE": ["EXPIRE", _K, _TTL],
     "SADD": ["SADD", load.PREFIX + "set", "__rand_int__"],
     "SCARD": ["SCARD", load.PREFIX + "set"],
     "LPUSH": ["LPUSH", load.PREFIX + "list", "V"], "RPUSH": ["RPUSH", load.PREFIX + "list", "V"],
@@ -161,6 +202,15 @@ MULTI: dict[str, tuple[list[str], list[str]]] = {
 """Commands whose cost grows with their keys or members, as (head, one element):
 measured with 1 and with ``MULTI_ELEMENTS`` elements (redis-benchmark draws each
 ``__rand_int__`` on its own), which gives their fixed and per-element parts."""
+
+UNTIMED: dict[str, str] = {
+    "INCR": _N, "DECR": _N, "MSET": _K, "SADD": load.PREFIX + "set",
+    "LPUSH": load.PREFIX + "list", "RPUSH": load.PREFIX + "list",
+    "HSET": load.PREFIX + "hash", "ZADD": load.PREFIX + "zset"}
+"""Commands that create keys and cannot give them a TTL (SET takes ``EX``, SETEX
+its own), with the keys they write: on a server redsim did not start, those
+without one get the calibration's TTL right after the load
+(``load.expire_untimed``)."""
 
 
 @dataclass(frozen=True)
@@ -204,15 +254,26 @@ the loads take ~7 s and the fit ~7 s (a model run of 2.5 simulated s takes
 and cost accuracy."""
 
 
-def _bench_args(command: str, value_size: int, elements: int = 1, keys: str = _K
-                ) -> list[str]:
-    """redis-benchmark's arguments for ``command``; ``keys``: the key pattern."""
+def _bench_args(command: str, value_size: int, elements: int = 1, keys: str = _K,
+                ttl_s: int | None = None) -> list[str]:
+    """redis-benchmark's arguments for ``command``; ``keys``: the key pattern;
+    ``ttl_s``: the TTL its keys get (SET's ``EX``, SETEX's and EXPIRE's seconds;
+    None: SET without one, the others ``_TTL``)."""
     if elements == 1:
         args = list(BENCH_COMMANDS[command])
     else:
         head, one = MULTI[command]
         args = head + one * elements
-    return ["x" * value_size if a == "V" else keys if a == _K else a for a in args]
+    if ttl_s is not None and command == "SET":
+        args += ["EX", _TTL]
+    ttl = _TTL if ttl_s is None else str(ttl_s)
+    return ["x" * value_size if a == "V" else keys if a == _K else ttl if a == _TTL else a
+            for a in args]
+
+
+def _pattern(keys: str) -> str:
+    """The SCAN pattern of a redis-benchmark key pattern (``__rand_int__`` is any)."""
+    return keys.replace("__rand_int__", "*")
 
 
 def point_from_delta(d: Delta, command: str, clients: int, pipeline: int,
@@ -241,11 +302,15 @@ def cpu_point(t: Target, command: str, ld: CpuLoad, value_size: int = CPU_VALUE_
     (``keys``: the key pattern, ``load.key_pattern()`` by default)."""
     a = snapshot(t.client, t.pid)
     bench = load.redis_benchmark(t.host, t.port,
-                                 _bench_args(command, value_size, elements, keys),
+                                 _bench_args(command, value_size, elements, keys, t.key_ttl_s),
                                  clients=ld.clients, pipeline=ld.pipeline,
                                  requests=ld.requests, keyspace=keyspace)
     point, foreign = point_from_delta(Delta(a, snapshot(t.client, t.pid)), command,
                                       ld.clients, ld.pipeline, ld.requests)
+    if t.key_ttl_s is not None and command in UNTIMED:
+        # After the second snapshot: not part of the load's figures.
+        load.expire_untimed(t.client, _pattern(keys if UNTIMED[command] == _K
+                                               else UNTIMED[command]), t.key_ttl_s)
     if math.isfinite(bench.client_cpu_s):
         point = dataclasses.replace(point, client_us_per_request=bench.client_us_per_request)
     if foreign > 0.01 * ld.requests:
@@ -498,13 +563,15 @@ def measure_key_memory(t: Target, value_sizes: tuple[int, ...] = KEY_MEMORY_SIZE
             load.delete_prefix(t.client)
             load.settle(t.client)
             before = t.client.info("memory")["used_memory"]
-            load.fill(t.client, n, size)
+            load.fill(t.client, n, size, ttl_s=t.key_ttl_s)
             after = t.client.info("memory")["used_memory"]
             out.append(Measurement(
                 f"memory.key_v{size}", (after - before) / n, "bytes", 0.0, 1,
                 f"used_memory delta over {n:,} SETs of {len(load.PREFIX) + 12}-byte keys and "
                 f"{size}-byte values into an empty calibration prefix (includes the "
-                "dict's bucket array)"))
+                "dict's bucket array"
+                + (f"; each key with a TTL of {t.key_ttl_s} s, so its expires entry too)"
+                   if t.key_ttl_s is not None else ")")))
             bar.update()
         load.delete_prefix(t.client)
     return out
@@ -583,19 +650,19 @@ def measure_eviction(t: Target, reps: int = EVICTION_REPS, base_keys: int = EVIC
 
 def _eviction(t: Target, reps: int, base_keys: int, requests: int, bar: Any,
               value_size: int = 100) -> list[Measurement]:
-    cfg = {k: t.client.config_get(k)[k] for k in ("maxmemory", "maxmemory-policy")}
+    unlimited = t.client.config_get("maxmemory")["maxmemory"]  # as the owner set it
     ld = CpuLoad(EVICTION_LOAD.clients, EVICTION_LOAD.pipeline, requests)
     costs, with_us, without_us, per_set = [], [], [], []
     try:
         for _ in range(reps):
             load.delete_prefix(t.client)
             load.settle(t.client)
-            t.client.config_set("maxmemory", 0)
-            load.fill(t.client, base_keys, value_size)
+            t.config_set("maxmemory", 0)
+            load.fill(t.client, base_keys, value_size, ttl_s=t.key_ttl_s)
             p0, _ = cpu_point(t, "SET", ld, value_size=value_size, keyspace=100_000_000)
-            t.client.config_set("maxmemory-policy", "allkeys-lru")
+            t.config_set("maxmemory-policy", "allkeys-lru")
             load.settle(t.client)  # a rehash or lazy free that ends later would leave room
-            t.client.config_set("maxmemory", int(t.client.info("memory")["used_memory"]))
+            t.config_set("maxmemory", int(t.client.info("memory")["used_memory"]))
             a = snapshot(t.client)
             # Keys of their own: redis-benchmark seeds __rand_int__ so that two runs
             # a second apart often draw the same numbers (seen on Debian's 7.0.15),
@@ -604,15 +671,14 @@ def _eviction(t: Target, reps: int, base_keys: int, requests: int, bar: Any,
                               keys=load.key_pattern(load.PREFIX + "evict:"))
             b = snapshot(t.client)
             evicted = Delta(a, b).field("evicted_keys") / ld.requests
-            t.client.config_set("maxmemory", cfg["maxmemory"])
+            t.config_set("maxmemory", unlimited)
             costs.append(solver.eviction_cost(p1.us_per_request, p0.us_per_request, evicted))
             with_us.append(p1.us_per_request)
             without_us.append(p0.us_per_request)
             per_set.append(evicted)
             bar.update()
     finally:
-        for k, v in cfg.items():
-            t.client.config_set(k, v)
+        t.restore_config()
         load.delete_prefix(t.client)
     # A repetition whose SETs evicted fewer than half a key each did not hold
     # used_memory at the limit (memory freed late, a transient allocation at the
@@ -773,7 +839,7 @@ def measure_fork(t: Target, sizes_mb: tuple[int, ...] = FORK_SIZES_MB, reps: int
             have = 0
             for mb in sizes_mb:
                 n = fork_keys(mb, value_size)
-                load.fill(t.client, n - have, value_size, start=have)
+                load.fill(t.client, n - have, value_size, start=have, ttl_s=t.key_ttl_s)
                 have = n
                 for _ in range(reps):
                     f, r, child = _bgsave(t)

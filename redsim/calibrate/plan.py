@@ -14,6 +14,7 @@ never with ``REDSIM_NO_PROGRESS=1``).
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sys
 import textwrap
@@ -286,6 +287,32 @@ def plan(parts: tuple[str, ...], commands: tuple[str, ...], reps: int,
         elif part != "disk" or data_dir:
             steps += part_steps(part, speed)
     return steps
+
+
+KEY_TTL_FACTOR = 3.0
+"""How many times the reference host's time a part may take before its keys
+expire: a host that much slower still measures on all of them."""
+KEY_TTL_MARGIN_S = 300.0
+"""Added to the TTL, s: a part's start (deleting the last one's keys, settling)."""
+
+
+def longest_part_s(steps: list[Step]) -> float:
+    """The estimate of the longest part (its steps' sum), s: a key lives no longer
+    than the part that wrote it (each part deletes the calibration's keys
+    before it writes and when it ends)."""
+    by_part: dict[str, float] = {}
+    for s in steps:
+        by_part[s.part] = by_part.get(s.part, 0.0) + s.estimate_s
+    return max(by_part.values(), default=0.0)
+
+
+def key_ttl_s(longest_s: float) -> int:
+    """The TTL of the keys calibration writes on a server it did not start, s:
+    ``KEY_TTL_FACTOR`` times the longest part's estimate plus ``KEY_TTL_MARGIN_S``,
+    rounded up to a minute (7 min for ``--only eviction``, 17 min for a full
+    calibration): long enough that no key expires while it is measured, short
+    enough that a killed run's keys go by themselves within minutes."""
+    return int(math.ceil((KEY_TTL_FACTOR * longest_s + KEY_TTL_MARGIN_S) / 60.0)) * 60
 
 
 def duration(seconds: float) -> str:

@@ -2,16 +2,19 @@
 
 Every key this module writes starts with a prefix (``redsim:calib:`` by
 default) that ``delete_prefix`` removes at the end, so a server is left as it
-was found. ``redis_benchmark`` runs the ``redis-benchmark`` binary (Debian's
+was found; on a server redsim did not start they also carry a TTL (``ttl_s``,
+``expire_untimed``), so that keys a killed calibration left expire by
+themselves. ``redis_benchmark`` runs the ``redis-benchmark`` binary (Debian's
 ``redis-tools``) with a custom command line, so its keys carry the prefix too
 (``SET redsim:calib:__rand_int__ v``: the benchmark puts a 12-digit number in
-place of ``__rand_int__``).
+place of ``__rand_int__``); it dies with the process that started it.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import itertools
 import math
 import socket
 import subprocess
@@ -19,7 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from redsim.live.server import find_redis
+from redsim.live.server import die_with_parent, find_redis
 
 PREFIX = "redsim:calib:"
 
@@ -59,13 +62,15 @@ def redis_benchmark(host: str, port: int, command: list[str], *, clients: int = 
         clients, pipeline, requests: ``-c``, ``-P``, ``-n``.
         keyspace: ``-r``, the range of ``__rand_int__``.
         timeout_s: the run is killed after this long (a stuck server cannot hang
-            a calibration).
+            a calibration). It also dies with this process (``PR_SET_PDEATHSIG``):
+            a killed calibration's load does not go on writing after its
+            guardian's clean-up.
     """
     args = [find_redis("redis-benchmark"), "-h", host, "-p", str(port), "-c", str(clients),
             "-P", str(pipeline), "-n", str(requests), "-r", str(keyspace), "--csv", *command]
     before = _children_cpu_s()
     proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout_s,
-                          stdin=subprocess.DEVNULL)
+                          stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
     client_cpu = _children_cpu_s() - before
     rows = [r for r in csv.reader(io.StringIO(proc.stdout)) if len(r) >= 7]
     if proc.returncode != 0 or len(rows) < 2:
@@ -89,18 +94,22 @@ def _children_cpu_s() -> float:
 
 
 def fill(client: Any, n: int, value_size: int, *, prefix: str = PREFIX, start: int = 0,
-         batch: int = 1000) -> None:
-    """SET ``n`` keys ``prefix + 12-digit index`` to values of ``value_size`` bytes."""
+         batch: int = 1000, ttl_s: int | None = None) -> None:
+    """SET ``n`` keys ``prefix + 12-digit index`` to values of ``value_size`` bytes,
+    each with a TTL of ``ttl_s`` seconds (None: none)."""
     value = b"x" * value_size
     for lo in range(start, start + n, batch):
         pipe = client.pipeline(transaction=False)
         for i in range(lo, min(lo + batch, start + n)):
-            pipe.set(f"{prefix}{i:012d}", value)
+            pipe.set(f"{prefix}{i:012d}", value, ex=ttl_s)
         pipe.execute()
 
 
-def delete_prefix(client: Any, prefix: str = PREFIX) -> int:
-    """UNLINK every key starting with ``prefix``; returns how many were removed."""
+def unlink_prefix(client: Any, prefix: str = PREFIX, until: float | None = None
+                  ) -> tuple[int, bool]:
+    """UNLINK every key starting with ``prefix`` (SCAN + UNLINK, 1,000 at a time:
+    never KEYS, which would block a large server), stopping at ``until``
+    (``time.monotonic()`` s; None: no bound). Returns (keys removed, finished)."""
     removed = 0
     batch: list[bytes] = []
     for key in client.scan_iter(match=prefix + "*", count=1000):
@@ -108,9 +117,37 @@ def delete_prefix(client: Any, prefix: str = PREFIX) -> int:
         if len(batch) >= 1000:
             removed += client.unlink(*batch)
             batch = []
+            if until is not None and time.monotonic() > until:
+                return removed, False
     if batch:
         removed += client.unlink(*batch)
-    return removed
+    return removed, True
+
+
+def delete_prefix(client: Any, prefix: str = PREFIX) -> int:
+    """UNLINK every key starting with ``prefix``; returns how many were removed."""
+    return unlink_prefix(client, prefix)[0]
+
+
+def expire_untimed(client: Any, match: str, ttl_s: int) -> int:
+    """Give a TTL of ``ttl_s`` seconds to each key matching ``match`` (a SCAN
+    pattern, or one key's name) that has none: the keys of a load whose command
+    cannot carry one (INCR, MSET, LPUSH...). Returns how many it gave one to."""
+    keys = client.scan_iter(match=match, count=1000) if "*" in match else iter(
+        [match.encode()])
+    given = 0
+    while True:
+        batch = list(itertools.islice(keys, 1000))
+        if not batch:
+            return given
+        pipe = client.pipeline(transaction=False)
+        for k in batch:
+            pipe.ttl(k)
+        untimed = [k for k, ttl in zip(batch, pipe.execute(), strict=True) if ttl == -1]
+        pipe = client.pipeline(transaction=False)
+        for k in untimed:
+            pipe.expire(k, ttl_s)
+        given += sum(map(bool, pipe.execute()))
 
 
 def settle(client: Any, timeout_s: float = 10.0) -> None:

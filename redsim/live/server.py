@@ -70,9 +70,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child
-    # Linux: the kernel sends SIGTERM to the server when its parent exits, so a
-    # SIGKILLed calibration cannot leave the server running.
+def die_with_parent() -> None:  # pragma: no cover - runs in the child
+    """A ``preexec_fn``: the child gets SIGTERM when its parent exits (Linux
+    ``PR_SET_PDEATHSIG``), so a SIGKILLed calibration leaves neither a server nor
+    a redis-benchmark load running."""
     if sys.platform.startswith("linux"):
         import ctypes
 
@@ -169,7 +170,7 @@ class RedisServer:
                 args += [f"--{name}", str(value)]
             self.proc = subprocess.Popen(args, cwd=self.dir, stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                         preexec_fn=_die_with_parent)
+                                         preexec_fn=die_with_parent)
             _LIVE.add(self)
             ok, last_error = self._wait_ready()
             if ok:

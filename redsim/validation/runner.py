@@ -247,13 +247,14 @@ def validate(out: Path, *, quick: bool = False, calibrate: bool = True,
             cal = out / "calibration.yaml"
             say("scaling the model's defaults to this server (redsim calibrate --scale-only)")
             calibrate_scale(cal, host=server.host, port=server.port, can_write=True,
-                            progress=False, say=lambda m: say("  " + m))
+                            owned=True, progress=False, say=lambda m: say("  " + m))
         elif calibrate:
             from redsim.calibrate import calibrate as run_calibration
 
             cal = out / "calibration.yaml"
             say("calibrating the model on this server (redsim calibrate)")
             run_calibration(cal, host=server.host, port=server.port, can_write=True,
+                            owned=True,  # its own throw-away server: no TTL, the fork runs
                             parts=("cpu", "memory") if quick else
                             ("cpu", "memory", "eviction", "disk", "fork"),
                             commands=calibrated_commands(chosen),
