@@ -23,13 +23,25 @@ from simpy.core import URGENT
 from redsim.kernel import Kernel
 
 
+class ControlTimeout(simpy.Event):
+    """A timeout that fires before the main thread resumes at the same instant:
+    SimPy's ``Timeout`` scheduled at URGENT priority instead of NORMAL. An event
+    type of its own, defined as SimPy defines ``Timeout`` and ``Initialize``
+    (the event triggered, with no value, in its constructor), so that no
+    caller sets another object's state."""
+
+    def __init__(self, env: simpy.Environment, delay: float) -> None:
+        if delay < 0:
+            raise ValueError(f"negative delay {delay}")
+        super().__init__(env)
+        self._ok = True
+        self._value = None
+        env.schedule(self, URGENT, delay)
+
+
 def control_timeout(env: simpy.Environment, delay: float) -> simpy.Event:
-    """A timeout that fires before the main thread resumes at the same instant."""
-    ev = simpy.Event(env)
-    ev._ok = True
-    ev._value = None
-    env.schedule(ev, URGENT, delay)
-    return ev
+    """A ``ControlTimeout`` of ``delay`` s."""
+    return ControlTimeout(env, delay)
 
 
 class Simulation:
