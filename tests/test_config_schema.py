@@ -95,6 +95,16 @@ def test_modelled_directives_are_exactly_the_server_keys() -> None:
     assert set(valid_keys(Server)) - {"unmodelled"} == set(MODELLED_DIRECTIVES)
 
 
+def test_no_modelled_directive_is_listed_as_unmodelled() -> None:
+    # ANSWER_CHANGING names unmodelled directives whose mere presence changes
+    # the answer; a directive the model reads cannot be one (it listed
+    # activedefrag after model/defrag.py had modelled it: issue #44).
+    from redsim.config.directives import ANSWER_CHANGING, KNOWN_REDIS_DIRECTIVES
+
+    assert not ANSWER_CHANGING & set(MODELLED_DIRECTIVES)
+    assert ANSWER_CHANGING <= set(KNOWN_REDIS_DIRECTIVES)
+
+
 def test_models_are_frozen() -> None:
     sc = load({})
     with pytest.raises(pydantic.ValidationError) as info:

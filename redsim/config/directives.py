@@ -424,8 +424,6 @@ ANSWER_CHANGING: frozenset[str] = frozenset(
         # Incremental rehashing in serverCron (1 ms per 100 ms while a dict
         # rehashes); redsim resizes at once (model/db.py).
         "activerehashing",
-        # Active defragmentation runs on the main thread.
-        "activedefrag",
         # jemalloc purges dirty pages on a background thread, or on the main one.
         "jemalloc-bg-thread",
         # The server as a replica of another (redsim simulates a primary).
