@@ -30,8 +30,9 @@ from hypothesis import strategies as st
 
 from redsim.cli import DEFAULT_MAX_POINTS as CLI_DEFAULT_MAX_POINTS
 from redsim.cli import main
+from redsim.config.constraint import ConstraintError, evaluate_constraint
 from redsim.config.errors import ScenarioError
-from redsim.config.sweep import ConstraintError, evaluate_constraint, load_sweep
+from redsim.config.sweep import load_sweep
 from redsim.sweep import run_sweep
 from redsim.sweep.grid import DEFAULT_MAX_POINTS, expand
 from tests.engine_helpers import ZERO_OVERHEAD

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from redsim.config.constraint import ConstraintError, evaluate_constraint
 from redsim.config.errors import ScenarioError, show
 from redsim.config.loader import (
     _norm_key,
@@ -33,11 +34,9 @@ from redsim.config.loader import (
 from redsim.config.schema import Scenario
 from redsim.config.sweep import (
     Axis,
-    ConstraintError,
     SweepSpec,
     axis_loc,
     check_step,
-    evaluate_constraint,
     spec_error,
     step_number,
 )
