@@ -70,7 +70,7 @@ def _owned_server() -> RedisServer:
     return srv
 
 
-def _calibrate(srv: RedisServer, cache: Path, out: Path, *extra: str) -> list[str]:
+def _calibrate(srv: RedisServer, out: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "redsim", "calibrate", "--host", srv.host, "--port",
             str(srv.port), "--i-know-this-writes", "--no-progress", "--out", str(out), *extra]
 
@@ -85,7 +85,7 @@ def _start_eviction(srv: RedisServer, tmp_path: Path) -> tuple[subprocess.Popen,
     ``--max-dataset 1mb``), returned once it has changed the eviction policy
     and written keys, with its record as it was then."""
     r = srv.client()
-    proc = subprocess.Popen(_calibrate(srv, tmp_path / "cache", tmp_path / "c.yaml",
+    proc = subprocess.Popen(_calibrate(srv, tmp_path / "c.yaml",
                                        "--only", "eviction", "--max-dataset", "1mb"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=_env(tmp_path / "cache"))
@@ -98,8 +98,27 @@ def _start_eviction(srv: RedisServer, tmp_path: Path) -> tuple[subprocess.Popen,
             pytest.fail(f"calibration did not reach its eviction load in {REACH_S:g} s "
                         f"(exit {proc.returncode}):\n{out.decode()}\n{err.decode()}")
         time.sleep(0.01)
-    record = tmp_path / "cache" / "redsim" / "calibrate" / f"127.0.0.1_{srv.port}.json"
-    return proc, json.loads(record.read_text())
+    return proc, json.loads(_record(srv, tmp_path).read_text())
+
+
+def _record(srv: RedisServer, tmp_path: Path) -> Path:
+    """Where a calibration of ``srv`` keeps its record (``_env``'s cache dir)."""
+    return tmp_path / "cache" / "redsim" / "calibrate" / f"127.0.0.1_{srv.port}.json"
+
+
+def _wait_gone(pid: int, seconds: float = 5.0) -> None:
+    """Return once process ``pid`` has exited, or after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _cleanup(srv: RedisServer, tmp_path: Path) -> subprocess.CompletedProcess:
+    """``redsim calibrate --cleanup`` of ``srv``, as a user would run it."""
+    return subprocess.run([sys.executable, "-m", "redsim", "calibrate", "--cleanup",
+                           "--host", srv.host, "--port", str(srv.port)],
+                          capture_output=True, text=True, env=_env(tmp_path / "cache"),
+                          timeout=60)
 
 
 def _stop(pid: int | None) -> None:
@@ -133,10 +152,8 @@ def test_a_killed_calibration_is_undone_by_its_guardian(tmp_path):
         # Nothing writes after the clean-up: the load's redis-benchmark died with it.
         time.sleep(1.0)
         assert r.dbsize() == 0
-        record = tmp_path / "cache" / "redsim" / "calibrate" / f"127.0.0.1_{srv.port}.json"
-        deadline = time.monotonic() + 5
-        while _alive(guardian) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        record = _record(srv, tmp_path)
+        _wait_gone(guardian)
         assert not _alive(guardian) and not record.exists()
         log = record.with_suffix(".log").read_text()
         assert "maxmemory-policy: allkeys-lru -> volatile-ttl, as before calibration" in log
@@ -156,9 +173,7 @@ def test_cleanup_undoes_a_run_whose_guardian_was_killed_too(tmp_path):
         guardian = rec["guardian_pid"]
         os.kill(guardian, signal.SIGKILL)  # first, so that it cannot clean up
         _kill(proc)
-        deadline = time.monotonic() + 5
-        while _alive(guardian) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _wait_gone(guardian)
         assert not _alive(guardian)
         assert _config(r) != OWNER
         # What is left goes by itself: every key has a TTL, at most the record's.
@@ -167,30 +182,23 @@ def test_cleanup_undoes_a_run_whose_guardian_was_killed_too(tmp_path):
         assert all(0 < t <= rec["key_ttl_s"] for t in ttls), sorted(set(ttls))[:5]
         assert rec["key_ttl_s"] <= 600  # --only eviction: minutes, not hours
         # A new calibration will not record the changed values as the owner's.
-        again = subprocess.run(_calibrate(srv, tmp_path / "cache", tmp_path / "d.yaml",
+        again = subprocess.run(_calibrate(srv, tmp_path / "d.yaml",
                                           "--only", "memory"),
                                capture_output=True, text=True, env=_env(tmp_path / "cache"),
                                timeout=60)
         assert again.returncode == 2
         assert f"redsim calibrate --cleanup --host 127.0.0.1 --port {srv.port}" in again.stderr
         assert r.dbsize() == len(ttls)
-        done = subprocess.run([sys.executable, "-m", "redsim", "calibrate", "--cleanup",
-                               "--host", srv.host, "--port", str(srv.port)],
-                              capture_output=True, text=True, env=_env(tmp_path / "cache"),
-                              timeout=60)
+        done = _cleanup(srv, tmp_path)
         assert done.returncode == 0, done.stderr
         assert _config(r) == OWNER and r.dbsize() == 0
         said = done.stdout
         assert f"a calibration (pid {rec['pid']}" in said
         assert "maxmemory: " in said and "-> 1073741824, as before calibration" in said
         assert f"deleted {len(ttls):,} key(s) redsim:calib:*" in said
-        assert not (tmp_path / "cache" / "redsim" / "calibrate"
-                    / f"127.0.0.1_{srv.port}.json").exists()
+        assert not _record(srv, tmp_path).exists()
         # A second time: no record, nothing to do, and it says so.
-        twice = subprocess.run([sys.executable, "-m", "redsim", "calibrate", "--cleanup",
-                                "--host", srv.host, "--port", str(srv.port)],
-                               capture_output=True, text=True, env=_env(tmp_path / "cache"),
-                               timeout=60)
+        twice = _cleanup(srv, tmp_path)
         assert twice.returncode == 0 and "no record of a calibration" in twice.stdout
         assert "deleted 0 key(s)" in twice.stdout
     finally:
@@ -223,8 +231,7 @@ def test_what_a_failed_calibration_did_not_undo_its_guardian_does(tmp_path, monk
         # calibrate returns once the guardian has finished.
         assert _config(r) == OWNER and r.dbsize() == 0
         assert any(line.startswith("calibration stopped: its guardian") for line in said)
-        assert not (tmp_path / "cache" / "redsim" / "calibrate"
-                    / f"127.0.0.1_{srv.port}.json").exists()
+        assert not _record(srv, tmp_path).exists()
     finally:
         srv.stop()
 

@@ -1507,9 +1507,12 @@ class _Dist(_Model):
         if not isinstance(raw, dict) or not raw:
             raise BadValue("a mapping of probability → value, like {0.5: 2ms, 1.0: 20ms}",
                            show(raw), field=(key,))
+        def too_many(n: int) -> BadValue:
+            return BadValue(f"at most {EMP_MAX_POINTS} quantiles with 0 (give samples for "
+                            "more)", f"{n:,}", field=(key,))
+
         if len(raw) > EMP_MAX_POINTS:  # counted before parsing: a huge table is refused at once
-            raise BadValue(f"at most {EMP_MAX_POINTS} quantiles with 0 (give samples for "
-                           "more)", f"{len(raw):,}", field=(key,))
+            raise too_many(len(raw))
         qs: dict[float, float] = {}
         for p, v in raw.items():
             try:
@@ -1531,9 +1534,8 @@ class _Dist(_Model):
         if ps[0] > 0.0:  # below the lowest quantile given, its value
             qs[0.0] = qs[ps[0]]
             ps.insert(0, 0.0)
-        if len(ps) > EMP_MAX_POINTS:
-            raise BadValue(f"at most {EMP_MAX_POINTS} quantiles with 0 (give samples for "
-                           "more)", f"{len(ps)}", field=(key,))
+        if len(ps) > EMP_MAX_POINTS:  # the 0 added below the lowest can be one too many
+            raise too_many(len(ps))
         return tuple(ps), tuple(qs[p] for p in ps)
 
     @classmethod
