@@ -6,7 +6,7 @@ measures both, each in a fresh process of its own, with a fresh cache
 directory (``REDSIM_CACHE_DIR`` set to a temporary folder):
 
 - **cold**: ``redsim.kernel_compile.ensure_compiled``, the compile of
-  everything ``redsim.simulation.warm_up`` needs (the functions a run calls),
+  everything ``redsim.driver.warm_up`` needs (the functions a run calls),
   from nothing, in the process of its own it starts (the peak RSS is the
   larger of the two processes');
 - **warm**: ``warm_up`` in a new process that finds the cache.
@@ -42,7 +42,7 @@ if profile:
         event.register(kind, rec)
 t1 = time.perf_counter()
 from redsim.kernel_compile import ensure_compiled
-from redsim.simulation import warm_up
+from redsim.driver import warm_up
 import_s = time.perf_counter() - t1
 # cold: compiles (by running warm_up once), in a process of its own unless profiled
 if ensure_compiled(quiet=True, separate_process=not profile) is None:

@@ -86,7 +86,7 @@ def warm_up_apart(env: dict | None = None) -> None:
     the caller's, and a child can compile for another CPU or cache directory."""
     import subprocess
 
-    subprocess.run([sys.executable, "-c", "from redsim.simulation import warm_up; warm_up()"],
+    subprocess.run([sys.executable, "-c", "from redsim.driver import warm_up; warm_up()"],
                    cwd=Path(__file__).resolve().parents[1], check=True, env=env)
 
 

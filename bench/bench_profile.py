@@ -58,7 +58,8 @@ def _record(scenario, seconds: float, data: Path) -> dict:
     """Run the scenario for ``seconds`` simulated under ``perf record``; returns the
     run's figures and the kernel's function table."""
     from redsim import load_scenario
-    from redsim.simulation import Simulation, warm_up
+    from redsim.driver import warm_up
+    from redsim.simulation import Simulation
 
     warm_up()  # load (or compile) the kernel before sampling
     sim = Simulation(load_scenario(scenario, overrides=[f"duration={seconds}"]),

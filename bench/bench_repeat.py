@@ -42,8 +42,9 @@ from bench_s0 import SCENARIO  # noqa: E402
 def measure(scenario, seconds: float, repeat: int) -> list[float]:
     """Wall seconds of ``repeat`` runs of ``seconds`` simulated from one keyspace build."""
     from redsim import load_scenario
+    from redsim.driver import warm_up
     from redsim.model.keyspace_image import KeyspaceImages
-    from redsim.simulation import Simulation, warm_up
+    from redsim.simulation import Simulation
 
     warm_up()  # load (or compile) the kernel
     sc = load_scenario(scenario, overrides=[f"duration={seconds}"])

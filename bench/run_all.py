@@ -50,7 +50,7 @@ the table is rewritten with the old rows' cell empty)."""
 
 def machine() -> dict:
     """The CPU's model name, the cores this process may use, the memory in GB."""
-    from redsim.calibrate import cpu_model
+    from redsim.machine import cpu_model
 
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
     return {"machine": cpu_model(), "cores": len(os.sched_getaffinity(0)),

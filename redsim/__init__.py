@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "load_scenario": ("redsim.config", "load_scenario"),
     "ScenarioError": ("redsim.config", "ScenarioError"),
-    "simulate": ("redsim.simulation", "simulate"),
+    "simulate": ("redsim.driver", "simulate"),
     "Result": ("redsim.result", "Result"),
 }
 

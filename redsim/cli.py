@@ -23,13 +23,10 @@ EXIT_BAD_INPUT = 2
 
 
 def _fmt_s(v: float | None) -> str:
-    if v is None or v != v:
-        return "-"
-    if v >= 1.0:
-        return f"{v:.3f} s"
-    if v >= 1e-3:
-        return f"{v * 1e3:.3f} ms"
-    return f"{v * 1e6:.1f} µs"
+    """A duration as the summary prints it (``observe/metrics.fmt_s``)."""
+    from redsim.observe.metrics import fmt_s
+
+    return fmt_s(v)
 
 
 def verdict(summary: dict) -> str:
@@ -58,118 +55,15 @@ def verdict(summary: dict) -> str:
 
 
 def summary_table(summary: dict) -> str:
-    """The human-readable summary printed after a run, its answer first."""
-    rows = [
-        ("answer", verdict(summary)),
-        ("scenario", summary["scenario"]),
-        ("seed", summary["seed"]),
-        ("simulated", f"{summary['duration_s']:g} s (warm-up {summary['warmup_s']:g} s)"),
-        ("requests completed", f"{summary['requests_completed']:,}"),
-        ("throughput", f"{summary['throughput_rps']:,.0f} req/s"),
-        ("commands/s", f"{summary['ops_per_sec']:,.0f}"),
-        ("latency mean", _fmt_s(summary["latency_mean_s"])),
-        ("latency p50 / p99 / p99.9",
-         " / ".join(_fmt_s(summary[f"latency_{p}_s"]) for p in ("p50", "p99", "p999"))),
-        ("latency max", _fmt_s(summary["latency_max_s"])),
-        ("main thread busy", f"{summary['utilisation']:.1%}"),
-        ("  commands / read / write",
-         " / ".join(f"{summary[f'cpu_{k}_share']:.1%}" for k in ("commands", "read", "write"))),
-        ("  iteration / cron / conns / eviction",
-         " / ".join(f"{summary[f'cpu_{k}_share']:.1%}"
-                    for k in ("iteration", "cron", "connections", "eviction"))),
-        ("used_memory end / peak", " / ".join(
-            f"{summary[k] / 2**20:,.1f}" for k in ("used_memory_end", "used_memory_peak")) + " MB"),
-        ("used_memory_rss end / peak", " / ".join(
-            f"{summary[k] / 2**20:,.1f}" for k in ("used_memory_rss_end", "used_memory_rss_peak"))
-         + f" MB (fragmentation ratio {summary['mem_fragmentation_ratio_end']:.2f} at the end)"),
-        ("keys at end", f"{summary['keys_end']:,}"),
-        ("keyspace hits / misses",
-         f"{summary['keyspace_hits']:,} / {summary['keyspace_misses']:,}"),
-        ("expired / evicted keys", f"{summary['expired_keys']:,} / {summary['evicted_keys']:,}"),
-        ("commands refused with -OOM / -BUSY",
-         f"{summary['oom_rejected']:,} / {summary.get('busy_rejected', 0):,}"),
-        ("stalls (main thread held >= stall-threshold)",
-         f"{summary.get('stalls', 0):,}" + (
-             f": {summary['stall_causes'].replace(';', ', ')}; longest "
-             f"{_fmt_s(summary['stall_max_s'])}" if summary.get("stalls") else "")),
-        ("eviction bursts", f"{summary['bursts']}" + (
-            f", every {summary['cycle_period_s'] / 60:.1f} min"
-            if summary["bursts"] > 1 else "")),
-        ("connected clients (mean)", f"{summary['mean_connected_clients']:,.1f}"),
-        ("busy connections (mean)", f"{summary['mean_busy_connections']:,.1f}"),
-        ("queue at Redis (mean)", f"{summary['mean_queue_length']:,.2f}"),
-        ("event-loop cycles/s", f"{summary['eventloop_cycles_per_sec']:,.0f}"),
-        ("commands per cycle", f"{summary['commands_per_cycle']:.2f}"),
-        ("requests rejected by pools", f"{summary['requests_rejected']:,}"),
-    ]
-    if summary.get("connections_closed_by_server"):
-        rows += [
-            ("clients closed by Redis (of them evicted)",
-             f"{summary['connections_closed_by_server']:,} ({summary['evicted_clients']:,})"),
-            ("requests failed (connection closed)", f"{summary['requests_failed']:,}"),
-        ]
-    if summary.get("aof_enabled") or summary.get("total_forks"):
-        rows += [
-            ("  aof / fsync / fork / cow",
-             " / ".join(f"{summary[f'cpu_{k}_share']:.1%}"
-                        for k in ("aof", "fsync", "fork", "cow"))),
-            ("AOF fsyncs / delayed",
-             f"{summary['aof_fsyncs']:,} / {summary['aof_delayed_fsync']:,}"),
-            ("forks / latest fork", f"{summary['total_forks']:,} / "
-             + _fmt_s(summary["latest_fork_usec"] * 1e-6)),
-            ("copy-on-write peak", f"{summary['cow_peak_bytes'] / 2**20:,.1f} MB"),
-        ]
-    if summary.get("replica_states_end"):
-        rows += [
-            ("  replication", f"{summary['cpu_repl_share']:.1%}"),
-            ("replicas at the end", ", ".join(
-                f"{st} ({lag / 2**20:,.1f} MB behind)" if st not in ("connecting", "wait_bgsave")
-                else st for st, lag in zip(summary["replica_states_end"],
-                                           summary["replica_lag_bytes_end"], strict=True))),
-            ("full / partial resyncs (refused partial)",
-             f"{summary['sync_full']:,} / {summary['sync_partial_ok']:,} "
-             f"({summary['sync_partial_err']:,})"),
-            ("replicas dropped: output buffer / timeout",
-             f"{summary['replica_obuf_disconnections']:,} / {summary['replica_timeouts']:,}"),
-            ("replication buffer peak",
-             f"{summary['mem_total_replication_buffers_peak'] / 2**20:,.1f} MB"),
-        ]
-        if summary.get("replica_fullsync_buffer_peak"):
-            rows.append(("stream buffered on a replica (dual-channel), peak",
-                         f"{summary['replica_fullsync_buffer_peak'] / 2**20:,.1f} MB"))
-        if summary.get("full_resync_interval_mean_s"):
-            rows.append(("full resyncs every (mean)",
-                         _fmt_s(summary["full_resync_interval_mean_s"])))
-        if summary.get("noreplicas_rejected"):
-            rows.append(("writes refused with -NOREPLICAS",
-                         f"{summary['noreplicas_rejected']:,}"))
-    if summary.get("active_defrag_scanned"):
-        rows += [
-            ("  active defrag", f"{summary['cpu_defrag_share']:.1%}"),
-            ("defrag: keys scanned / moved allocations",
-             f"{summary['active_defrag_scanned']:,} / {summary['active_defrag_hits']:,}"),
-        ]
-    if summary.get("host_cores") is not None or summary.get("instances", 1) > 1:
-        cores = summary.get("host_cores")
-        rows += [
-            ("instances on the host", f"{summary['instances']} on "
-             + (f"{cores} cores" if cores else "a core each")),
-            ("  per instance: throughput min / max",
-             f"{summary['instance_throughput_min_rps']:,.0f} / "
-             f"{summary['instance_throughput_max_rps']:,.0f} req/s"),
-            ("  worst instance's p99", _fmt_s(summary["instance_p99_max_s"])),
-            ("host CPU, cores: main threads / I/O threads / fork children",
-             " / ".join(f"{summary[f'host_cpu_{k}_cores']:.2f}"
-                        for k in ("redis", "io_threads", "children"))),
-            ("  same-host clients", f"{summary['host_cpu_clients_cores']:.2f}"),
-            ("  softirq / hard IRQ / idle",
-             " / ".join(f"{summary[f'host_cpu_{k}_cores']:.2f}"
-                        for k in ("softirq", "irq", "idle"))),
-            ("  runnable threads (mean)", f"{summary['threads_runnable']:.2f}"),
-        ]
-    if summary.get("trace_passes"):
-        rows.append(("trace passes / mean time", f"{summary['trace_passes']:,} / "
-                     + _fmt_s(summary["trace_pass_mean_s"])))
+    """The human-readable summary printed after a run, its answer first, then
+    the lines the summary keys' declarations give (``Metric.line``, ``Line``:
+    each mechanism's ``RESULTS`` block, ``observe/metrics.py``), in their order,
+    those whose condition holds."""
+    from redsim.result import declared
+
+    rows = [("answer", verdict(summary))]
+    rows += [(line.label, line.text(summary)) for line in declared().lines
+             if line.when is None or line.when(summary)]
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
 
@@ -235,8 +129,8 @@ def _one_line_warnings(*categories: type[Warning]) -> Iterator[None]:
 
 def cmd_run(args) -> int:
     from redsim.config.cost_sources import cost_notes
+    from redsim.driver import make_simulation
     from redsim.kernel_compile import ensure_compiled
-    from redsim.simulation import make_simulation
 
     scenario = _load(args)
     seed = scenario.seed if args.seed is None else args.seed

@@ -19,6 +19,7 @@ from redsim.model.db import grow_write_once
 from redsim.model.event_loop import finish, run
 from redsim.model.gauges import finish_windows
 from redsim.model.world import pack
+from redsim.traces import group_traces
 
 FORK_CHILDREN = {"bgsave": S.CHILD_RDB, "bgrewriteaof": S.CHILD_AOF}
 """A scenario event's command → the fork child it asks for."""
@@ -37,7 +38,16 @@ class Kernel:
     def __init__(self, scenario: Any, seed: int, keyspace_images: Any = None) -> None:
         ensure_compiled()  # says so and compiles once if the cache is cold
         self.scenario = scenario
-        self.world, self.streams, self.info = build_world(scenario, seed, keyspace_images)
+        key = ""
+        if keyspace_images is not None:
+            # The config side names what shapes the keyspace (loader.NOT_KEYSPACE).
+            from redsim.config.loader import keyspace_hash
+
+            key = keyspace_hash(scenario, seed)
+        # Parsed here, above the kernel (validation has read them already: cached).
+        traces = group_traces(scenario)
+        self.world, self.streams, self.info = build_world(scenario, seed, keyspace_images, key,
+                                                          traces)
         self._ref = pack(self.world)  # the kernel's view; self.world owns the arrays
 
     @property

@@ -59,7 +59,7 @@ def cache_base() -> Path:
 
 def _machine() -> str:
     """This machine's key in ``compile-times.json``: its CPU and how many."""
-    from redsim.calibrate import cpu_model
+    from redsim.machine import cpu_model
 
     return f"{cpu_model()}, {os.cpu_count()} cpus"
 
@@ -171,7 +171,7 @@ def _compile_here(show: bool) -> int:
     """Compile the kernel in this process (by running ``warm_up``, which calls
     what a run calls); returns how many kernel functions it compiled."""
     global _busy
-    from redsim.simulation import warm_up
+    from redsim.driver import warm_up
 
     _busy = True
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import os
 import platform
@@ -17,6 +18,7 @@ import pandas as pd
 from redsim.analysis.phases import burst_summary, phases
 from redsim.model import state as S
 from redsim.model.histogram import _EDGES, N_BUCKETS, quantiles
+from redsim.observe import metrics as M
 
 PERCENTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p999": 0.999}
 
@@ -24,6 +26,109 @@ CPU_COLUMNS = {"cpu_" + f.name.removeprefix("W_CPU_").lower(): S.LAYOUT.index[f.
                for f in S.LAYOUT.fields if f.kind == "cpu"}
 """Result columns of main-thread time per activity (``cpu_commands``, ...) -> their
 row of ``rc_wf``: every series its mechanism declares as ``cpu``, in row order."""
+
+RESULTS = (
+    M.Metric("scenario", "-", M.FIRST, "the scenario's name", made_by="Result.from_world",
+             line=M.Line(20, "scenario", lambda s: f"{s['scenario']}")),
+    M.Metric("seed", "-", M.FIRST, "the run's seed", made_by="Result.from_world",
+             line=M.Line(30, "seed", lambda s: f"{s['seed']}")),
+    M.Metric("redis_version", "-", M.FIRST, "the Redis version modelled",
+             made_by="Result.from_world"),
+    M.Metric("duration_s", "s", M.FIRST, "simulated time", made_by="Result.from_world",
+             line=M.Line(40, "simulated",
+                         lambda s: f"{s['duration_s']:g} s (warm-up {s['warmup_s']:g} s)")),
+    M.Metric("warmup_s", "s", M.FIRST, "the warm-up left out of the figures",
+             made_by="Result.from_world"),
+    M.Metric("scenario_hash", "-", M.FIRST, "the resolved scenario's hash (provenance)",
+             made_by="Result.from_world"),
+    # One share per cpu series, as the cpu_* columns: declared with the series.
+    *(M.Metric(f"{name}_share", "-", M.MEAN, f"the main thread's share of time on "
+               f"{name.removeprefix('cpu_')} after the warm-up", made_by="Result.from_world")
+      for name in CPU_COLUMNS),
+    *(M.Column(180 + i / 100, name, "-", f"the main thread's share of the window on "
+               f"{name.removeprefix('cpu_')}", lambda r, row=row: r.wf[row] / r.length)
+      for i, (name, row) in enumerate(CPU_COLUMNS.items())),
+    M.Column(190, "cpu_idle", "-", "the main thread's idle share of the window",
+             lambda r: np.clip(1.0 - _busy(r.wf) / r.length, 0.0, 1.0)),
+)
+"""The run's own summary keys and columns (``observe/metrics.py``): its
+identity, and the main thread's share per ``cpu`` series."""
+
+
+def _busy(wf: np.ndarray) -> np.ndarray:
+    """The main thread's busy time per window, s: every ``cpu`` series added up."""
+    busy = np.zeros(wf.shape[1])
+    for row in CPU_COLUMNS.values():
+        busy += wf[row]
+    return busy
+
+RESULT_OWNERS = (*S.OWNERS, "result", "host.result")
+"""The modules whose ``RESULTS`` blocks declare the summary keys, in this order:
+the kernel's owners (``state.OWNERS``), this module, the host's result."""
+
+
+@dataclass(frozen=True)
+class Declared:
+    """Every declared summary key (``metrics``, by name, in ``RESULT_OWNERS``
+    order; ``owner`` says which module declares it), the printed summary's
+    ``lines`` and the time series' ``columns``, each in their order."""
+
+    metrics: dict[str, M.Metric]
+    owner: dict[str, str]
+    lines: tuple[M.Line, ...]
+    columns: tuple[M.Column, ...]
+
+    def of(self, key: str) -> M.Metric | None:
+        """The declaration of summary ``key``; a client group's ``<group>.<metric>``
+        is declared by the run's ``<metric>`` (``GROUP_METRICS``)."""
+        metric = self.metrics.get(key)
+        if metric is None and "." in key:
+            name = key.rpartition(".")[2]
+            metric = self.metrics.get(name) if name in GROUP_METRICS else None
+        return metric
+
+
+@functools.cache
+def declared() -> Declared:
+    """The ``RESULTS`` blocks of ``RESULT_OWNERS``, checked: a key, a column or
+    a line's or a column's place declared twice is an error naming both
+    modules. Imports the kernel's modules (numba is loaded already; nothing is
+    compiled)."""
+    metrics: dict[str, M.Metric] = {}
+    owner: dict[str, str] = {}
+    lines: dict[float, tuple[str, M.Line]] = {}
+    columns: dict[float, tuple[str, M.Column]] = {}
+    column_names: dict[str, str] = {}
+
+    def add_line(line: M.Line, where: str) -> None:
+        if line.at in lines:
+            raise RuntimeError(f"{where}: summary line {line.label!r} at {line.at} "
+                               f"(also {lines[line.at][0]}'s {lines[line.at][1].label!r})")
+        lines[line.at] = (where, line)
+
+    for module in RESULT_OWNERS:
+        for item in getattr(importlib.import_module(f"redsim.{module}"), "RESULTS", ()):
+            if isinstance(item, M.Line):
+                add_line(item, module)
+                continue
+            if isinstance(item, M.Column):
+                if item.name in column_names or item.at in columns:
+                    other = column_names.get(item.name) or columns[item.at][0]
+                    raise RuntimeError(f"{module}: column {item.name!r} at {item.at} "
+                                       f"(also declared by {other})")
+                columns[item.at], column_names[item.name] = (module, item), module
+                continue
+            if not isinstance(item, M.Metric) or item.combine.rule not in M.RULES:
+                raise RuntimeError(f"redsim.{module}.RESULTS: {item!r} is not a Metric "
+                                   "or a Line with a known combine rule")
+            if item.name in metrics:
+                raise RuntimeError(f"summary key {item.name!r} declared by {module} and "
+                                   f"{owner[item.name]}")
+            metrics[item.name], owner[item.name] = item, module
+            if item.line is not None:
+                add_line(item.line, module)
+    return Declared(metrics, owner, tuple(line for _, (_, line) in sorted(lines.items())),
+                    tuple(column for _, (_, column) in sorted(columns.items())))
 
 
 MODEL_SOURCES = ("model", "observe", "host", "traces")
@@ -211,138 +316,65 @@ class Result:
         length = np.minimum(dt, horizon - starts)
         wf, wi = w.rc_wf[:, :n], w.rc_wi[:, :n]
         ts = pd.DataFrame(index=pd.Index(np.minimum(starts + dt, horizon), name="time"))
-        ts["instantaneous_ops_per_sec"] = wi[S.WI_COMMANDS] / length
-        ts["total_commands_processed"] = np.cumsum(wi[S.WI_COMMANDS])
-        ts["requests_per_sec"] = wi[S.WI_DONE] / length
-        ts["offered_per_sec"] = wi[S.WI_ISSUED] / length
-        ts["rejected_per_sec"] = wi[S.WI_REJECTED] / length
-        ts["failed_per_sec"] = wi[S.WI_FAILED] / length  # Redis closed their connection
-        ts["timeouts_per_sec"] = wi[S.WI_TIMEOUT] / length  # the client timeout passed
-        ts["refused_per_sec"] = wi[S.WI_REFUSED] / length  # refused at maxclients
-        ts["connected_clients"] = wi[S.WI_CONNECTED]
-        ts["connections_opened"] = wi[S.WI_OPENED]
-        ts["connections_closed"] = wi[S.WI_CLOSED]
-        ts["evicted_clients"] = np.cumsum(wi[S.WI_EVICTED_CLIENTS])  # INFO evicted_clients
-        ts["busy_connections"] = wf[S.W_BUSY_CONNS] / length
-        ts["pool_waiters"] = wf[S.W_WAITERS] / length
-        ts["queue_length"] = wf[S.W_IN_SERVER] / length
-        ts["in_system"] = wf[S.W_IN_SYSTEM] / length
-        ts["requests_in_flight"] = wi[S.WI_IN_FLIGHT]
-        busy = np.zeros(n)
-        for name, row in CPU_COLUMNS.items():
-            ts[name] = wf[row] / length
-            busy += wf[row]
-        ts["cpu_idle"] = np.clip(1.0 - busy / length, 0.0, 1.0)
-        ts["eventloop_cycles"] = wi[S.WI_CYCLES]
-        done = wi[S.WI_DONE]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ts["latency_mean"] = np.where(done > 0, wf[S.W_LAT_SUM] / done, np.nan)
-        for name, row in (("latency_p50", S.W_P50), ("latency_p90", S.W_P90),
-                          ("latency_p99", S.W_P99), ("latency_p999", S.W_P999)):
-            ts[name] = wf[row]
-        ts["latency_max"] = np.where(done > 0, wf[S.W_LAT_MAX], np.nan)
-        ts["hz"] = wf[S.W_HZ].astype(np.int64)
-        ts["active_defrag_running"] = wi[S.WI_DF_RUNNING]  # the pass's effort, %
-        ts["active_defrag_hits"] = np.cumsum(wi[S.WI_DF_HITS])  # INFO's counter
-        _memory_columns(ts, wi, scenario, length)
-
-        counts = w.rc_hist.copy()
-        lat_n = int(w.I[S.LAT_N])
         warm = float(scenario.warmup)
         post = starts >= warm - 1e-12
         span = float(length[post].sum()) or 1.0
+        run = M.Run(w=w, ts=ts, n=n, length=length, post=post, span=span, wf=wf, wi=wi,
+                    scenario=scenario)
+        decl = declared()
+        for column in decl.columns:  # each mechanism's (observe/metrics.py), in place order
+            ts[column.name] = column.value(run)
+        busy = _busy(wf)
+        counts = w.rc_hist.copy()
+        lat_n = int(w.I[S.LAT_N])
         lat_max = float(np.nanmax(ts["latency_max"][post])) if lat_n else float("nan")
         pct = dict(zip(PERCENTILES, quantiles(counts, list(PERCENTILES.values())), strict=True))
         latency = Latency(edges=_EDGES, counts=counts,
                           mean=float(w.F[S.LAT_SUM] / lat_n) if lat_n else float("nan"),
                           max=lat_max, percentiles=pct)
         cpu = {name: float(wf[row][post].sum() / span) for name, row in CPU_COLUMNS.items()}
+        # The keys made here (the run's identity, latency, the main thread's
+        # shares), then every declared key with a value of its own
+        # (observe/metrics.py), then those the tables below make.
         summary: dict[str, Any] = {
             "scenario": scenario.name,
             "seed": seed,
             "redis_version": scenario.redis_version,
             "duration_s": horizon,
             "warmup_s": warm,
-            "requests_completed": lat_n,
-            "throughput_rps": lat_n / (horizon - warm),
-            "ops_per_sec": float(wi[S.WI_COMMANDS][post].sum() / span),
             "latency_mean_s": latency.mean,
             **{f"latency_{k}_s": v for k, v in pct.items()},
             "latency_max_s": lat_max,
             "utilisation": float(sum(cpu.values())),
             **{f"{k}_share": v for k, v in cpu.items()},
-            "mean_connected_clients": float(ts["connected_clients"][post].mean()),
-            "mean_busy_connections": float(wf[S.W_BUSY_CONNS][post].sum() / span),
-            "mean_queue_length": float(wf[S.W_IN_SERVER][post].sum() / span),
-            "mean_in_system": float(wf[S.W_IN_SYSTEM][post].sum() / span),
-            "mean_pool_waiters": float(wf[S.W_WAITERS][post].sum() / span),
-            "eventloop_cycles_per_sec": float(wi[S.WI_CYCLES][post].sum() / span),
-            "total_commands_processed": int(w.I[S.STAT_COMMANDS]),
-            "total_connections_received": int(w.I[S.STAT_CONNECTIONS]),
-            "requests_rejected": int(w.I[S.REQ_REJECTED]),
-            "requests_failed": int(w.I[S.REQ_FAILED]),
-            "requests_timed_out": int(w.I[S.REQ_TIMEOUT]),
-            "connections_refused": int(w.I[S.REQ_REFUSED]),
-            "connections_peak": int(w.I[S.CONNECTED_PEAK]),
-            "connections_closed_by_server": int(w.I[S.STAT_SERVER_CLOSED]),
-            "io_threaded_reads_processed": int(w.I[S.STAT_IO_READS]),
-            "io_threaded_writes_processed": int(w.I[S.STAT_IO_WRITES]),
-            "evicted_clients": int(w.I[S.STAT_EVICTED_CLIENTS]),
-            "requests_issued_total": int(w.I[S.REQ_ISSUED]),
-            "requests_completed_total": int(w.I[S.REQ_DONE]),
+            "utilisation_peak": (float((busy[post] / length[post]).max()) if post.any()
+                                 else 0.0),
             "requests_pending_at_end": pending,
-            "used_memory_end": int(ts["used_memory"].iloc[-1]) if n else 0,
-            "used_memory_peak": int(ts["used_memory"].max()) if n else 0,
-            "used_memory_rss_end": int(ts["used_memory_rss"].iloc[-1]) if n else 0,
-            "used_memory_rss_peak": int(ts["used_memory_rss"].max()) if n else 0,
-            "host_memory_peak": int(ts["host_memory"].max()) if n else 0,
-            "allocator_allocated_end": int(ts["allocator_allocated"].iloc[-1]) if n else 0,
-            "allocator_active_end": int(ts["allocator_active"].iloc[-1]) if n else 0,
-            "allocator_resident_end": int(ts["allocator_resident"].iloc[-1]) if n else 0,
-            "allocator_frag_ratio_end": float(ts["allocator_frag_ratio"].iloc[-1]) if n else 0.0,
-            "rss_overhead_ratio_end": float(ts["rss_overhead_ratio"].iloc[-1]) if n else 0.0,
-            "mem_fragmentation_ratio_end": (float(ts["mem_fragmentation_ratio"].iloc[-1])
-                                            if n else 0.0),
-            "pages_purged": int(w.I[S.AL_PAGES_PURGED]),
-            "keys_end": int(ts["keys"].iloc[-1]) if n else 0,
-            "keyspace_hits": int(w.I[S.STAT_HITS]),
-            "keyspace_misses": int(w.I[S.STAT_MISSES]),
-            "expired_keys": int(w.I[S.STAT_EXPIRED]),
-            "evicted_keys": int(w.I[S.STAT_EVICTED]),
-            "lazyfreed_objects": int(w.I[S.STAT_LAZYFREED]),
-            "lazyfree_pending_objects_end": int(w.I[S.LF_OBJECTS]),
-            "expired_time_cap_reached_count": int(w.I[S.STAT_EXPIRE_CAPPED]),
-            "oom_rejected": int(w.I[S.STAT_OOM]),
-            "busy_rejected": int(w.I[S.STAT_BUSY]),
-            "active_defrag_hits": int(w.I[S.STAT_DF_HITS]),
-            "active_defrag_misses": int(w.I[S.STAT_DF_MISSES]),
-            "active_defrag_key_hits": int(w.I[S.STAT_DF_KEY_HITS]),
-            "active_defrag_key_misses": int(w.I[S.STAT_DF_KEY_MISSES]),
-            "active_defrag_scanned": int(w.I[S.STAT_DF_SCANNED]),
             "scenario_hash": scenario_hash(scenario),
         }
-        cycles = summary["eventloop_cycles_per_sec"]
-        summary["commands_per_cycle"] = summary["ops_per_sec"] / cycles if cycles else 0.0
+        run.summary = summary
+        for metric in decl.metrics.values():
+            if metric.value is not None:
+                summary[metric.name] = metric.value(run)
         summary.update(burst_summary(phases(ts)))
         groups, group_counts, group_series = _group_tables(scenario, w, n, length, summary,
                                                            counts)
         if group_series:  # joined at once: inserted one by one they fragment the frame
             ts = pd.concat([ts, pd.DataFrame(group_series, index=ts.index)], axis=1)
         stalls = _stall_table(w, ts, dt)
-        summary.update(_stall_summary(w, stalls))
-        summary["utilisation_peak"] = (float((busy[post] / length[post]).max())
-                                       if post.any() else 0.0)
-        summary["maxmemory"] = int(scenario.server.maxmemory)
+        summary.update(_stall_summary(stalls))
         b = np.arange(len(w.rc_evhist))
         calls = pd.DataFrame({"usecs_lo": np.where(b == 0, 0, 2 ** b), "usecs_hi": 2 ** (b + 1) - 1,
                               "count": w.rc_evhist.copy(), "tofree_lo": np.where(b == 0, 0, 2 ** b),
                               "tofree_hi": 2 ** (b + 1) - 1, "tofree_count": w.rc_tofree.copy()})
-        summary["eviction_calls"] = int(w.rc_evhist.sum())
-        summary["eviction_calls_over_limit"] = int(w.rc_tofree.sum())
         forks, passes, lm, fsyncs = _persistence_tables(scenario, w, info)
-        summary.update(_persistence_summary(w, ts, forks, passes, fsyncs))
+        summary.update(_persistence_summary(forks, passes, fsyncs))
         replication = _replication_table(w)
-        summary.update(_replication_summary(w, ts, replication))
+        summary.update(_replication_summary(w, replication))
+        undeclared = sorted(k for k in summary if decl.of(k) is None)
+        if undeclared:
+            raise RuntimeError(f"summary keys {undeclared} are declared by no RESULTS block "
+                               "(observe/metrics.py)")
         replicas = _replica_series(w, ts)
         provenance = {
             "redsim_version": __version__,
@@ -568,11 +600,11 @@ def _stall_table(w: S.World, ts: pd.DataFrame, dt: float) -> pd.DataFrame:
                          "worst_latency_s": worst})
 
 
-def _stall_summary(w: S.World, stalls: pd.DataFrame) -> dict[str, Any]:
-    """``stalls`` (all, kept or not), ``stall_causes`` (``cause=count;...``, most
-    first), ``stall_max_s`` and ``stall_time_s`` (the kept ones' total)."""
-    return {"stalls": int(w.I[S.N_STALLS]),
-            "stall_causes": join_causes(stalls["cause"].value_counts().to_dict()),
+def _stall_summary(stalls: pd.DataFrame) -> dict[str, Any]:
+    """``stall_causes`` (``cause=count;...``, most first), ``stall_max_s`` and
+    ``stall_time_s`` (the kept ones' total); ``stalls`` (all, kept or not) is
+    declared with its counter (``observe/stalls.py``)."""
+    return {"stall_causes": join_causes(stalls["cause"].value_counts().to_dict()),
             "stall_max_s": float(stalls["duration_s"].max()) if len(stalls) else 0.0,
             "stall_time_s": float(stalls["duration_s"].sum())}
 
@@ -594,79 +626,6 @@ def _jsonable(d: dict) -> dict:
         else:
             out[k] = v
     return out
-
-
-# sizeof() terms of Redis's per-db overhead (object.c getMemoryOverheadData):
-# dictEntry and robj per key, dictEntry per TTL, a pointer per bucket.
-_DICT_ENTRY, _ROBJ, _BUCKET = 24, 16, 8
-
-
-def _memory_columns(ts: pd.DataFrame, wi: np.ndarray, scenario, length: np.ndarray) -> None:
-    """INFO memory/keyspace columns: gauges at each window's end, counters cumulative."""
-    from redsim.model.memory import STARTUP_BYTES
-
-    used = wi[S.WI_USED_MEMORY]
-    keys, expires = wi[S.WI_KEYS], wi[S.WI_EXPIRES]
-    clients = wi[S.WI_MEM_CLIENTS]
-    startup = STARTUP_BYTES[scenario.redis_version]
-    overhead = (startup + clients + keys * (_DICT_ENTRY + _ROBJ) + expires * _DICT_ENTRY
-                + wi[S.WI_BUCKETS] * _BUCKET)
-    ts["used_memory"] = used
-    ts["used_memory_dataset"] = used - overhead
-    ts["used_memory_overhead"] = overhead
-    ts["mem_clients_normal"] = wi[S.WI_MEM_CLIENTS_INFO]  # as INFO reports it (lags)
-    ts["mem_clients_true"] = clients  # what used_memory holds for clients now
-    ts["maxmemory"] = int(scenario.server.maxmemory)
-    ts["keys"] = keys
-    ts["expires"] = expires
-    ts["keyspace_hits"] = np.cumsum(wi[S.WI_HITS])
-    ts["keyspace_misses"] = np.cumsum(wi[S.WI_MISSES])
-    ts["expired_keys"] = np.cumsum(wi[S.WI_EXPIRED])
-    ts["expired_per_sec"] = wi[S.WI_EXPIRED] / length
-    ts["evicted_keys"] = np.cumsum(wi[S.WI_EVICTED])
-    ts["lazyfree_pending_objects"] = wi[S.WI_LF_PENDING]
-    ts["lazyfreed_objects"] = np.cumsum(wi[S.WI_LAZYFREED])
-    ts["evicted_per_sec"] = wi[S.WI_EVICTED] / length
-    ts["oom_rejected_per_sec"] = wi[S.WI_OOM] / length
-    ts["busy_rejected_per_sec"] = wi[S.WI_BUSY] / length
-    # Persistence (INFO persistence), gauges at each window's end.
-    ts["aof_buffer_length"] = wi[S.WI_AOF_BUF]
-    ts["aof_current_size"] = wi[S.WI_AOF_SIZE]
-    ts["aof_delayed_fsync"] = np.cumsum(wi[S.WI_AOF_DELAYED])
-    ts["fsyncs_per_sec"] = wi[S.WI_FSYNCS] / length
-    ts["rdb_changes_since_last_save"] = wi[S.WI_DIRTY]
-    ts["rdb_bgsave_in_progress"] = (wi[S.WI_CHILD] == S.CHILD_RDB).astype(np.int64)
-    ts["aof_rewrite_in_progress"] = (wi[S.WI_CHILD] == S.CHILD_AOF).astype(np.int64)
-    ts["total_forks"] = np.cumsum(wi[S.WI_FORKS])
-    ts["current_cow_size"] = wi[S.WI_COW_BYTES]
-    # The process's RSS and jemalloc's figures (model/rss.py), and INFO's ratios
-    # (src/server.c:genRedisInfoString). A fork child's copied pages are its own:
-    # on the host they come on top of used_memory_rss (host_memory).
-    rss = wi[S.WI_RSS]
-    allocated, active, resident = wi[S.WI_AL_ALLOCATED], wi[S.WI_AL_ACTIVE], wi[S.WI_AL_RESIDENT]
-    ts["used_memory_rss"] = rss
-    ts["allocator_allocated"] = allocated
-    ts["allocator_active"] = active
-    ts["allocator_resident"] = resident
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ts["allocator_frag_ratio"] = np.round(active / allocated, 2)
-        ts["allocator_rss_ratio"] = np.round(resident / active, 2)
-        ts["rss_overhead_ratio"] = np.round(rss / resident, 2)
-        ts["mem_fragmentation_ratio"] = np.round(rss / used, 2)
-    ts["allocator_frag_bytes"] = active - allocated
-    ts["allocator_rss_bytes"] = resident - active
-    ts["rss_overhead_bytes"] = rss - resident
-    ts["mem_fragmentation_bytes"] = rss - used
-    ts["host_memory"] = rss + wi[S.WI_COW_BYTES]
-    # Replication (INFO replication / memory), gauges at each window's end.
-    ts["master_repl_offset"] = wi[S.WI_REPL_OFFSET]
-    ts["connected_slaves"] = wi[S.WI_REPL_CONNECTED]
-    ts["replicas_online"] = wi[S.WI_REPL_ONLINE]
-    ts["mem_total_replication_buffers"] = wi[S.WI_REPL_BUF]
-    ts["repl_max_lag_bytes"] = wi[S.WI_REPL_LAG]
-    ts["replica_fullsync_buffer"] = wi[S.WI_REPL_LOCAL]  # dual-channel, on the replica
-    ts["sync_full"] = np.cumsum(wi[S.WI_SYNC_FULL])
-    ts["replica_obuf_disconnections"] = np.cumsum(wi[S.WI_REPL_DROPS])
 
 
 def _slab_tables(snapshots) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -719,21 +678,12 @@ def _persistence_tables(scenario, w: S.World, info: dict):
     return forks, passes, lm, fsyncs
 
 
-def _persistence_summary(w: S.World, ts: pd.DataFrame, forks: pd.DataFrame,
-                         passes: pd.DataFrame, fsyncs: pd.DataFrame) -> dict:
-    """INFO persistence / stats figures for the summary."""
+def _persistence_summary(forks: pd.DataFrame, passes: pd.DataFrame,
+                         fsyncs: pd.DataFrame) -> dict:
+    """The summary keys made from the fork, trace-pass and fsync tables (declared
+    in ``model/fork.py``, ``model/cow.py``, ``model/clients.py``, ``model/aof.py``)."""
     out = {
-        "aof_enabled": int(w.I[S.AOF_ON]),
-        "aof_delayed_fsync": int(w.I[S.AOF_DELAYED]),
-        "aof_fsyncs": int(w.I[S.STAT_FSYNCS]),
-        "aof_current_size_end": int(w.I[S.AOF_SIZE]),
-        "aof_buffer_length_max": int(ts["aof_buffer_length"].max()) if len(ts) else 0,
-        "total_forks": int(w.I[S.STAT_FORKS]),
-        "latest_fork_usec": int(round(float(w.F[S.LATEST_FORK]) * 1e6)),
         "fork_max_s": float(forks["fork_s"].max()) if len(forks) else 0.0,
-        "rdb_saves": int(w.I[S.STAT_RDB_SAVES]),
-        "aof_rewrites": int(w.I[S.STAT_AOF_REWRITES]),
-        "cow_peak_bytes": int(ts["current_cow_size"].max()) if len(ts) else 0,
         "cow_bytes_last_child": int(forks["cow_bytes"].iloc[-1]) if len(forks) else 0,
         "trace_passes": len(passes),
         "trace_pass_mean_s": float(passes["duration_s"].mean()) if len(passes) else None,
@@ -776,11 +726,11 @@ def _replica_series(w: S.World, ts: pd.DataFrame) -> pd.DataFrame:
     })
 
 
-def _replication_summary(w: S.World, ts: pd.DataFrame, table: pd.DataFrame) -> dict:
-    """INFO replication / stats figures for the summary (all 0 without replicas)."""
+def _replication_summary(w: S.World, table: pd.DataFrame) -> dict:
+    """The summary keys made from the replicas' states and event log (declared in
+    ``model/replication.py``; empty lists and None without replicas)."""
     n = int(w.I[S.REPL_N])
     states = [S.RS_NAMES[int(w.rp_state[r])] for r in range(n)]
-    buf = ts["mem_total_replication_buffers"] if len(ts) else pd.Series([0])
     full = table[table["event"] == "full_resync"]["time"].to_numpy() if len(table) else []
     return {
         "connected_slaves_end": sum(st != "connecting" for st in states),
@@ -790,18 +740,6 @@ def _replication_summary(w: S.World, ts: pd.DataFrame, table: pd.DataFrame) -> d
         "replica_lag_bytes_end": [int(w.I[S.REPL_OFFSET] - w.rp_wire[r])
                                   if int(w.rp_state[r]) >= S.RS_BGSAVE else 0
                                   for r in range(n)],
-        "master_repl_offset_end": int(w.I[S.REPL_OFFSET]),
-        "sync_full": int(w.I[S.STAT_SYNC_FULL]),
-        "sync_partial_ok": int(w.I[S.STAT_SYNC_PARTIAL_OK]),
-        "sync_partial_err": int(w.I[S.STAT_SYNC_PARTIAL_ERR]),
-        "replica_obuf_disconnections": int(w.I[S.STAT_REPL_OBUF_DROPS]),
-        "replica_timeouts": int(w.I[S.STAT_REPL_TIMEOUTS]),
-        "noreplicas_rejected": int(w.I[S.STAT_NOREPLICAS]),
-        # At its largest, before a beforeSleep's writes: between the samples.
-        "mem_total_replication_buffers_peak": max(int(w.I[S.REPL_BUF_PEAK]), int(buf.max())),
-        # Dual-channel: the most stream a replica buffered itself in a full sync
-        # (its replicas_replication_buffers; not the primary's memory), B.
-        "replica_fullsync_buffer_peak": int(w.I[S.REPL_LOCAL_PEAK]),
         "full_resync_interval_mean_s": (float(np.diff(full).mean()) if len(full) > 1
                                         else None),
     }

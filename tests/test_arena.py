@@ -17,6 +17,7 @@ import pytest
 from redsim.model import arena as A
 from redsim.model import nonfull
 from redsim.model import state as S
+from redsim.model.zmalloc import new_arena
 
 
 def test_size_classes_and_slab_geometry_follow_the_reference_table():
@@ -28,7 +29,7 @@ def test_size_classes_and_slab_geometry_follow_the_reference_table():
     # pages / regions per slab, reference §3.3
     table = {8: (1, 512), 24: (3, 512), 40: (5, 512), 1280: (5, 16), 1536: (3, 8),
              4096: (1, 1), 5120: (5, 4), 14336: (7, 2), 448: (7, 64)}
-    a = A.new_arena(False, 4)
+    a = new_arena(False, 4)
     for size, (pages, regs) in table.items():
         b = A.bin_of(a, size)
         assert (a.al_reg_size[b], a.al_slab_pages[b], a.al_nregs[b]) == (size, pages, regs)
@@ -38,7 +39,7 @@ def test_size_classes_and_slab_geometry_follow_the_reference_table():
         for i, c in enumerate(A.small_classes(q16)):
             assert A.bin_index(c, q16) == i
         # ... and zmalloc's lookup table gives every small request its class's bin.
-        by8 = A.new_arena(q16, 1).al_bin_of8
+        by8 = new_arena(q16, 1).al_bin_of8
         classes = A.small_classes(q16)
         for n in range(1, A.SMALL_MAX + 1):
             assert classes[by8[(n + 7) >> 3]] == A.size_class(n, q16)
@@ -51,7 +52,7 @@ def _dirty_pages(a):
 def test_every_other_free_empties_no_slab_and_returns_no_page():
     # The 1280-B class: 16 regions in 5 pages. 40 allocations fill slabs 0 and 1
     # and half of slab 2: 15 pages active, 40 x 1280 B allocated.
-    a = A.new_arena(False, 16)
+    a = new_arena(False, 16)
     b = A.bin_of(a, 1280)
     hs = [A.arena_malloc(a, b) for _ in range(40)]
     assert hs == [0] * 16 + [1] * 16 + [2] * 8
@@ -67,7 +68,7 @@ def test_every_other_free_empties_no_slab_and_returns_no_page():
 
 
 def test_freeing_whole_slabs_returns_their_pages_and_they_are_reused():
-    a = A.new_arena(False, 16)
+    a = new_arena(False, 16)
     b = A.bin_of(a, 1280)
     hs = [A.arena_malloc(a, b) for _ in range(40)]
     # Free slab 1's 16 regions (allocations 16..31, in insertion order): it
@@ -91,7 +92,7 @@ def test_freeing_whole_slabs_returns_their_pages_and_they_are_reused():
 
 
 def test_the_lowest_non_full_slab_takes_the_next_allocation():
-    a = A.new_arena(False, 16)
+    a = new_arena(False, 16)
     b = A.bin_of(a, 1280)
     hs = [A.arena_malloc(a, b) for _ in range(48)]  # slabs 0, 1, 2 full; slabcur 2
     # Free region 5 of slab 1, then region 3 of slab 0. Slab 1 was full and is
@@ -112,7 +113,7 @@ def test_non_full_slabs_come_back_lowest_first_whatever_order_they_came_in(order
     # use 2048 B: 2 regions per 1-page slab). Free one region of each slab in
     # the given order, then allocate: slabs come back 0, 1, 2, ... (the lowest
     # non-full first), which the set must give whatever order they joined it in.
-    a = A.new_arena(False, 32)
+    a = new_arena(False, 32)
     b = A.bin_of(a, 2048)
     hs = [A.arena_malloc(a, b) for _ in range(20)]  # slabs 0..9, full; slabcur 9
     slabs = list(range(10))
@@ -176,7 +177,7 @@ def test_random_mallocs_and_frees_match_the_plain_rules(seed):
     import random
 
     rng = random.Random(seed)
-    a = A.new_arena(False, 4096)
+    a = new_arena(False, 4096)
     b = A.bin_of(a, 512)
     plain = _Plain(8)
     live: list[int] = []
@@ -207,7 +208,7 @@ def test_dirty_pages_decay_along_jemallocs_smootherstep():
     # 100 one-page slabs (the 4096-B class) emptied before epoch 1: 100 dirty
     # pages. Pages dirtied in one epoch are allowed S(1 - k/200) of themselves
     # k epochs later, S(x) = 6x^5 - 15x^4 + 10x^3 (jemalloc's default step).
-    a = A.new_arena(False, 128)
+    a = new_arena(False, 128)
     _dirty(a, A.bin_of(a, 4096), 100)
     assert _dirty_pages(a) == 100
     assert A.arena_decay(a, 1) == 0  # just dirtied: S(1) = 1, all kept
@@ -225,7 +226,7 @@ def test_a_fresh_slab_takes_dirty_pages_before_they_decay():
     # 20 dirty pages; 5 one-page slabs made again take 5 of them: 15 dirty.
     # The backlog still holds the 20 dirtied in the first epoch, so the limit
     # 100 epochs on is 20 x S(0.5) = 10 of the 15: 5 purged.
-    a = A.new_arena(False, 64)
+    a = new_arena(False, 64)
     b = A.bin_of(a, 4096)
     _dirty(a, b, 20)
     assert A.arena_decay(a, 1) == 0

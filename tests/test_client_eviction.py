@@ -16,9 +16,9 @@ import pytest
 
 from redsim import load_scenario
 from redsim.config import ScenarioError
+from redsim.driver import simulate
 from redsim.model import client_eviction, client_memory
 from redsim.model import state as S
-from redsim.simulation import simulate
 from tests.engine_helpers import tiny_world
 
 KB = 1024

@@ -9,6 +9,8 @@ encoding, or from a cost the test sets; none is copied from the code's output.""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -248,17 +250,19 @@ def test_a_run_keeps_every_collection_at_the_shape_of_its_count():
     # ends, each present hash's bytes are encoding.footprint's at its field
     # count (a hashtable that shrank under 512 stays one: footprint with no
     # listpack allowed), and the dataset's bytes are its keys' sum.
-    from redsim.model.bigkeys import COLLECTION
+    from redsim.driver import make_simulation
     from redsim.model.encoding import HASH, HASHTABLE, Limits, footprint
-    from redsim.simulation import make_simulation
+    from redsim.model.objects import COLLECTION
 
     sc = {**BASE, "clients": [_group(
         {"HSET": 0.5, "HDEL": {"weight": 0.4, "keys": 3}, "DEL": 0.01, "HGETALL": 0.09},
         {"distribution": "uniform", "min": 1, "max": 1000}, keys=200,
         processes=4, think={"distribution": "exponential", "mean": "200us"})]}
-    sim = make_simulation(load_scenario(sc), seed=3, progress=False)
+    scenario = load_scenario(sc)
+    sim = make_simulation(scenario, seed=3, progress=False)
     sim.run()
     w = sim.kernel.world
+    limits = Limits.of(scenario)  # 7.2's: a hash converts past 512 fields
     rows = np.flatnonzero((w.ks_cost > 0) & (w.ks_vlen <= COLLECTION))
     assert len(rows) > 100
     encodings = set()
@@ -266,7 +270,7 @@ def test_a_run_keeps_every_collection_at_the_shape_of_its_count():
         cid = int(COLLECTION - w.ks_vlen[k])
         n = int(w.cl_elems[cid])
         big = int(w.cl_enc[cid]) == HASHTABLE
-        fp = footprint(HASH, n, 10, 20, limits=Limits(hash_entries=0 if big else 512))
+        fp = footprint(HASH, n, 10, 20, limits=replace(limits, hash_entries=0) if big else limits)
         assert (int(w.cl_bytes[cid]), int(w.cl_enc[cid])) == (fp.bytes, fp.encoding), n
         encodings.add(fp.encoding)
     assert len(encodings) == 2  # both encodings were reached

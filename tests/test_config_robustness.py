@@ -164,7 +164,7 @@ def test_the_bounds_themselves_are_accepted() -> None:
 def test_a_run_at_the_duration_bounds_completes() -> None:
     """The named crashes at the largest values validate now accepts: a TTL and a
     latency-monitor threshold of 100 years (int64 in the kernel) run to the end."""
-    from redsim.simulation import simulate
+    from redsim.driver import simulate
 
     sc = load_scenario({
         "duration": "200ms", "sample-interval": "50ms",
@@ -407,7 +407,7 @@ def _stock_unmodelled() -> int:
     redsim's parser: the first word of each directive line (74 lines; the three
     client-output-buffer-limit lines are one directive: 72 names), less the
     modelled ones (14 at the time of writing, so 58)."""
-    from redsim.config.directives import MODELLED_DIRECTIVES
+    from redsim.config.schema import MODELLED_DIRECTIVES
 
     names = {line.split()[0].lower() for line in STOCK_CONF.read_text().splitlines()
              if line[:1].isalpha()}

@@ -20,10 +20,15 @@ from redsim.config import (
     resolved_dict,
     scenario_hash,
 )
-from redsim.config.directives import MODELLED_DIRECTIVES
 from redsim.config.errors import UnmodelledDirectiveWarning
 from redsim.config.loader import forget_warnings, valid_keys
-from redsim.config.schema import ClientGroup, DurationDist, Server, SizeDist
+from redsim.config.schema import (
+    MODELLED_DIRECTIVES,
+    ClientGroup,
+    DurationDist,
+    Server,
+    SizeDist,
+)
 
 DATA = Path(__file__).parent / "data"
 MB, GB = 1024**2, 1024**3

@@ -14,7 +14,7 @@ from redsim import load_scenario, simulate
 from redsim.config import ScenarioError, resolved_dict, scenario_hash
 from redsim.config.loader import resolve_distribution_files
 from redsim.config.schema import DurationDist, SizeDist
-from redsim.model import disk, preload, rng
+from redsim.model import disk, rng
 from redsim.model import state as S
 from tests.engine_helpers import ZERO_OVERHEAD, tiny_world
 
@@ -207,9 +207,9 @@ def test_a_bad_samples_file_names_the_file_field_and_line(tmp_path, content, exp
 
 
 def test_too_many_samples_is_an_error(tmp_path, monkeypatch):
-    from redsim.config import schema
+    from redsim.config.schema import distributions
 
-    monkeypatch.setattr(schema, "MAX_SAMPLES", 3)
+    monkeypatch.setattr(distributions, "MAX_SAMPLES", 3)
     (tmp_path / "big.csv").write_text("1\n2\n3\n4\n5\n")
     err = _load_error({"samples": "big.csv"}, tmp_path)
     assert err.location == "disk.fsync.samples"
@@ -287,7 +287,7 @@ def test_the_kernels_value_size_and_think_draws_are_the_tables_inverse_cdf():
         assert (x > d.table_x[-2]).sum() > 0.5 * (1 - d.table_p[-2]) * n, prefix
     # The preload draws value sizes from the same table (numpy, not the kernel):
     # Kolmogorov-Smirnov against the table's CDF, at the 0.001 level.
-    x = preload._draw(np.random.default_rng(5), _emp(SizeDist, quantiles=SIZES), n)
+    x = rng.variates(np.random.default_rng(5), _emp(SizeDist, quantiles=SIZES), n)
     assert _ks(x, _emp(SizeDist, quantiles=SIZES)) < KS_C / math.sqrt(n)
 
 

@@ -6,8 +6,11 @@ none is copied from the code's output."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
+from redsim.config.schema import Scenario
 from redsim.model.encoding import (
     HASH,
     HASHTABLE,
@@ -24,8 +27,8 @@ from redsim.model.encoding import (
     lp_entry,
 )
 
-V70 = Limits(version="7.0")
-V72 = Limits(version="7.2")
+V70 = Limits.of(Scenario(redis_version="7.0"))
+V72 = Limits.of(Scenario(redis_version="7.2"))
 
 
 def test_listpack_entry_sizes_follow_lpEncodeGetType():
@@ -68,7 +71,7 @@ def test_hash_on_a_16_byte_quantum_build():
 
 @pytest.mark.parametrize("version", ["7.0", "7.2"])
 def test_hash_converts_at_the_513th_field(version):
-    lim = Limits(version=version)
+    lim = Limits.of(Scenario(redis_version=version))
     # 512 fields: listpack 7 + 512 × 34 = 17,415 B → class 20,480 (16,384 <
     # 17,415 ≤ 20,480) + robj 16 = 20,496 B.
     at = footprint(HASH, 512, 10, 20, limits=lim)
@@ -86,7 +89,7 @@ def test_hash_converts_on_a_value_longer_than_hash_max_listpack_value():
     assert footprint(HASH, 10, 10, 65, limits=V72).encoding == HASHTABLE
     # The threshold is the scenario's: with hash-max-listpack-entries 1000,
     # 1,000 fields stay a listpack of 7 + 1,000 × 34 = 34,007 B → 40,960 + 16.
-    fp = footprint(HASH, 1000, 10, 20, limits=Limits(hash_entries=1000))
+    fp = footprint(HASH, 1000, 10, 20, limits=replace(V72, hash_entries=1000))
     assert (fp.encoding, fp.bytes) == (LISTPACK, 40_976)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 
+from redsim.config.schema import Scenario
 from redsim.model.encoding import (
     HASH,
     HASHTABLE,
@@ -28,7 +29,7 @@ from redsim.model.encoding import (
 )
 
 KEY = 40  # the key's dictEntry (32) and sds (8), 16-byte quantum
-V70 = Limits(version="7.0")
+V70 = Limits.of(Scenario(redis_version="7.0"))
 
 # (kind, n, member, value, integers, encoding, measured used_memory delta)
 MEASURED = [
@@ -46,7 +47,7 @@ MEASURED = [
 
 @pytest.mark.parametrize("kind, n, member, value, integers, encoding, delta", MEASURED)
 def test_bytes_match_redis_7_0_to_the_byte(kind, n, member, value, integers, encoding, delta):
-    fp = footprint(kind, n, member, value, integers, V70, q16=True)
+    fp = footprint(kind, n, member, value, integers, limits=V70, q16=True)
     assert fp.encoding == encoding
     assert fp.bytes == delta - KEY
 

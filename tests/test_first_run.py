@@ -139,7 +139,7 @@ rec = event.RecordingListener()
 event.register("numba:compile", rec)
 from redsim import kernel_compile
 from redsim.model import jit
-from redsim.simulation import warm_up
+from redsim.driver import warm_up
 took = kernel_compile.ensure_compiled(quiet=True)
 warm_up()
 print(json.dumps({"took": took, "cached": jit.kernel_compiled(),

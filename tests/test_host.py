@@ -10,11 +10,12 @@ import pytest
 
 from redsim import load_scenario, simulate
 from redsim.config import ScenarioError
+from redsim.driver import make_simulation
 from redsim.host.instances import deal, split
 from redsim.host.result import HostResult
 from redsim.host.simulation import HostSimulation, uses_host
 from redsim.result import Result
-from redsim.simulation import Simulation, make_simulation
+from redsim.simulation import Simulation
 from tests.engine_helpers import MISS_COSTS_OF_ANOTHER_HOST, changed
 
 # A main thread kept busy: 64 closed-loop connections, 50 us round trips, GETs

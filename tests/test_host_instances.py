@@ -1,5 +1,5 @@
 """``instances: [...]``: Redis instances with their own configuration, load and
-events on one host (redsim/config/schema.py Instance, redsim/host/instances.py)."""
+events on one host (redsim/config/schema/scenario.py Instance, redsim/host/instances.py)."""
 
 from __future__ import annotations
 

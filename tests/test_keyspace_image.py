@@ -15,10 +15,11 @@ import numpy as np
 import pytest
 
 from redsim import load_scenario
+from redsim.config.loader import keyspace_hash
 from redsim.model import keyspace_image
 from redsim.model import state as S
 from redsim.model.build import build_world
-from redsim.model.keyspace_image import KeyspaceImages, keyspace_key
+from redsim.model.keyspace_image import KeyspaceImages
 from redsim.simulation import Simulation
 
 BASE = {
@@ -57,7 +58,8 @@ def _worlds_equal(a, b) -> list[str]:
 def images() -> KeyspaceImages:
     """Images kept from BASE's run (pool 4 per process: 8 connections)."""
     imgs = KeyspaceImages()
-    build_world(load_scenario(BASE), BASE["seed"], imgs)
+    sc = load_scenario(BASE)
+    build_world(sc, BASE["seed"], imgs, keyspace_hash(sc, BASE["seed"]))
     assert imgs.misses == 1 and len(imgs) == 1
     return imgs
 
@@ -77,11 +79,12 @@ VARIANTS = [
 @pytest.mark.parametrize("changes", VARIANTS, ids=lambda c: next(iter(c)))
 def test_a_shared_start_is_the_world_a_fresh_build_makes(images, changes):
     sc = load_scenario(_with(changes))
-    assert keyspace_key(sc, BASE["seed"]) == next(iter(images._images))
+    key = keyspace_hash(sc, BASE["seed"])
+    assert key == next(iter(images._images))
     hits = images.hits
-    shared = build_world(sc, BASE["seed"], images)[0]
+    shared = build_world(sc, BASE["seed"], images, key)[0]
     fresh = build_world(sc, BASE["seed"])[0]
-    if len(fresh.sb_bin) < len(images.get(keyspace_key(sc, BASE["seed"])).arrays["sb_bin"]):
+    if len(fresh.sb_bin) < len(images.get(key).arrays["sb_bin"]):
         # Fewer connections than the image's build: fewer spare slab ids than
         # the image holds, so the run builds afresh rather than run with more.
         assert images.hits == hits
@@ -109,16 +112,17 @@ def test_a_shared_start_runs_byte_identically(images, changes):
     {"clients.0.rate": 8000},  # the preload's ages follow the nominal rate
 ])
 def test_fields_that_shape_the_keyspace_change_the_key(changes):
-    assert keyspace_key(load_scenario(_with(changes)), 1) != \
-        keyspace_key(load_scenario(BASE), 1)
-    assert keyspace_key(load_scenario(BASE), 2) != keyspace_key(load_scenario(BASE), 1)
+    assert keyspace_hash(load_scenario(_with(changes)), 1) != \
+        keyspace_hash(load_scenario(BASE), 1)
+    assert keyspace_hash(load_scenario(BASE), 2) != keyspace_hash(load_scenario(BASE), 1)
 
 
 def test_a_world_not_in_the_images_state_builds_afresh(images):
     # The guard: where the image changed a scalar, the run's value before the
     # preload must be the image's; here one is made to differ.
     sc = load_scenario(BASE)
-    img = images.get(keyspace_key(sc, BASE["seed"]))
+    key = keyspace_hash(sc, BASE["seed"])
+    img = images.get(key)
     idx, before, after = img.scalars["I"]
     assert len(idx) > 0
     mine = copy.copy(img)
@@ -127,7 +131,7 @@ def test_a_world_not_in_the_images_state_builds_afresh(images):
     assert not keyspace_image.fits(mine, w)
     other = KeyspaceImages()
     other.put(mine)
-    shared = build_world(sc, BASE["seed"], other)[0]
+    shared = build_world(sc, BASE["seed"], other, key)[0]
     assert other.hits == 0 and other.misses == 1
     assert _worlds_equal(shared, w) == []
     assert int(shared.I[S.KS_FREE_N]) > 0

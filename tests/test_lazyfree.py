@@ -10,8 +10,10 @@ from __future__ import annotations
 import pytest
 
 from redsim import load_scenario, simulate
+from redsim.config.schema import Scenario
 from redsim.model.encoding import HASH, LIST, Limits, footprint
 
+REDIS_72 = Limits.of(Scenario())  # Redis 7.2's thresholds, as BASE runs with
 C_FREE = 0.1e-6  # s per allocation freed (engine.cpu.free-alloc below)
 JOB = 20e-6  # s to queue a lazy free (engine.cpu.lazyfree-job)
 
@@ -42,7 +44,7 @@ def test_del_of_a_big_hash_blocks_the_main_thread_for_its_allocations():
     assert r.summary["latency_max_s"] == pytest.approx(stall, abs=2e-3)
     assert r.summary["lazyfreed_objects"] == 0
     # The whole value leaves used_memory at once, at the DEL.
-    fp = footprint(HASH, 1_000_000, 10, 20, limits=Limits())
+    fp = footprint(HASH, 1_000_000, 10, 20, limits=REDIS_72)
     used = r.timeseries["used_memory"]
     drop = used.loc[0.99] - used.loc[1.5]
     assert drop == pytest.approx(fp.bytes, rel=0.001)
@@ -55,7 +57,7 @@ def test_unlink_costs_microseconds_and_memory_drains_as_the_thread_frees():
     r = _run([HASH_1M], [{"at": 1.0, "do": "unlink", "key": "h"}])
     assert r.summary["latency_max_s"] < 1e-3  # 1 ms think + a few µs: no stall
     ts = r.timeseries
-    fp = footprint(HASH, 1_000_000, 10, 20, limits=Limits())
+    fp = footprint(HASH, 1_000_000, 10, 20, limits=REDIS_72)
     before = ts["used_memory"].loc[0.99]
     job = 3_000_003 * C_FREE
     # Snapshots at window ends: 1.10 s is 0.10 / 0.30 of the job, 1.20 s 0.20 / 0.30.
@@ -76,7 +78,7 @@ def test_the_free_effort_threshold_keeps_small_values_on_the_main_thread(nodes, 
     # 1,022 × nodes elements make `nodes` nodes: effort 64 is freed at once even
     # by UNLINK (lazyfreeGetFreeEffort ≤ LAZYFREE_THRESHOLD), 65 goes to the thread.
     n = 1022 * nodes
-    assert footprint(LIST, n, 6, limits=Limits()).effort == nodes
+    assert footprint(LIST, n, 6, limits=REDIS_72).effort == nodes
     r = _run([{"name": "l", "type": "list", "elements": n, "member-size": 6}],
              [{"at": 1.0, "do": "unlink", "key": "l"}])
     assert r.summary["lazyfreed_objects"] == (1 if lazy else 0)
@@ -102,7 +104,7 @@ def test_lazy_eviction_evicts_more_while_used_memory_lags():
     # - yes: an evicted hash's value goes to the thread, so mem_freed gains only
     #   the key's few dozen bytes and the loop picks again, hash after hash,
     #   until a string's 1 MB (freed at once) covers the ~1 MB asked for.
-    fp = footprint(HASH, 1_000_000, 10, 20, limits=Limits())
+    fp = footprint(HASH, 1_000_000, 10, 20, limits=REDIS_72)
     big = [{**HASH_1M, "name": f"h{i}"} for i in range(4)]
     writes = {"clients": [{"name": "w", "processes": 1, "think": "50ms", "start": "2s",
                            "mix": {"SET": 1}, "value-size": "1mb",

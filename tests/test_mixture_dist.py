@@ -9,7 +9,7 @@ import pytest
 from redsim import load_scenario, simulate
 from redsim.config.errors import ScenarioError
 from redsim.config.schema import DurationDist, SizeDist
-from redsim.model.preload import _draw
+from redsim.model.rng import variates
 
 TAIL = {"distribution": "mixture",
         "components": [{"weight": 99, "distribution": "lognormal", "mean": "1ms", "sigma": 0.5},
@@ -47,7 +47,7 @@ def test_preload_draws_each_component_with_its_weight():
     d = SizeDist.model_validate({"distribution": "mixture", "components": [
         {"weight": 3, "value": 100}, {"weight": 1, "distribution": "uniform",
                                       "min": 1000, "max": 2000}]})
-    x = _draw(np.random.default_rng(1), d, 100_000)
+    x = variates(np.random.default_rng(1), d, 100_000)
     big = x >= 1000
     # 1 in 4 from the uniform: binomial sd 0.0014 over 10^5 draws.
     assert big.mean() == pytest.approx(0.25, abs=0.006)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from redsim.model import arena as A
 from redsim.model import nonfull
+from redsim.model.zmalloc import new_arena
 
 N = 300_000  # slab ids: levels of 4,688, 74, 2, 1 and 1 words
 BINS = 3
@@ -21,7 +22,7 @@ ids = st.one_of(st.sampled_from(EDGES), st.integers(0, N - 1))
 
 
 def _arena():
-    a = A.new_arena(False, N)
+    a = new_arena(False, N)
     return a, [set() for _ in range(len(a.al_cur))]
 
 
@@ -76,7 +77,7 @@ def test_growing_the_arena_keeps_the_non_full_set():
     import random
 
     def run(grow_at: int | None):
-        a = A.new_arena(False, 64 if grow_at is not None else 5064)
+        a = new_arena(False, 64 if grow_at is not None else 5064)
         b = A.bin_of(a, 2048)  # 2 regions per 1-page slab
         rng = random.Random(7)
         live, chosen = [], []

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from redsim.config import ScenarioError, load_scenario
-from redsim.config.directives import KNOWN_REDIS_DIRECTIVES, MODELLED_DIRECTIVES
+from redsim.config.directives import KNOWN_REDIS_DIRECTIVES
 from redsim.config.errors import UnmodelledDirectiveWarning
 from redsim.config.loader import forget_warnings
 from redsim.config.redis_conf import (
@@ -17,6 +17,7 @@ from redsim.config.redis_conf import (
     read_redis_conf,
     split_args,
 )
+from redsim.config.schema import MODELLED_DIRECTIVES
 
 DATA = Path(__file__).parent / "data"
 GB = 1024**3

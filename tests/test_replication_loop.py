@@ -6,7 +6,7 @@ replica is on a 400 Mbit link and asks for a full sync at the start. By hand:
 - each SET is ``*3 $3 SET $16 <key> $1000 <value>`` = 4 + 9 + 5 + 16 + 2 + 7
   + 1 000 + 2 = 1 045 B of stream, so the stream runs at s = 20.9 MB/s;
 - the RDB is 400 000 × (3 + 16 + 1 000) + 18 = 407 600 018 B
-  (``fork.rdb_bytes``): 8.15 s on the link's 50 MB/s, 1.94 s to load at
+  (``rdb.rdb_bytes``): 8.15 s on the link's 50 MB/s, 1.94 s to load at
   200 MB/s (209 715 200 B/s);
 - with the diskless default, the fork waits until the replica has waited
   5 whole seconds, at replicationCron (whole seconds, at the first serverCron

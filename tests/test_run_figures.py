@@ -23,8 +23,8 @@ import redsim.plots
 import redsim.simulation
 from redsim.cli import main
 from redsim.config import load_scenario
+from redsim.driver import simulate
 from redsim.result import FigureWarning, Result
-from redsim.simulation import simulate
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "gitlab-2022"
 

@@ -21,7 +21,7 @@ import pytest
 
 from redsim import load_scenario
 from redsim.config import ScenarioError
-from redsim.simulation import simulate
+from redsim.driver import simulate
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "jemalloc-fragmentation.yaml"

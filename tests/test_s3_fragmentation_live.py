@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from redsim import load_scenario
-from redsim.simulation import simulate
+from redsim.driver import simulate
 
 ROOT = Path(__file__).resolve().parents[1]
 KEYS = 100_000

@@ -26,6 +26,7 @@ from redsim.config.loader import forget_warnings
 from redsim.host.simulation import HostSimulation
 from redsim.model.build import build_world
 from redsim.simulation import Simulation
+from redsim.traces import group_traces
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,6 +47,8 @@ READ_OUTSIDE_THE_MODEL = {
     "host.client_cpu": "fills the client-cpu of same-host groups without their own at "
                        "validation (schema._host_client_costs)",
     "host.client_cpu_per_command": "likewise their client-cpu-per-command",
+    "events.config": "parsed at validation into ScenarioEvent.settings (each directive's "
+                     "declared kernel scalar and its value), which model/admin.py writes",
 }
 
 
@@ -146,7 +149,8 @@ def consumed() -> set[str]:
         for path in sorted(glob.glob(str(ROOT / "scenarios" / "*.yaml"))):
             sc = load_scenario(path)
             if max(g.keyspace.keys for g in sc.clients) <= 2_000_000:  # not the 60 GB S0
-                build_world(Recorder(sc, "", seen), 1)
+                rec = Recorder(sc, "", seen)
+                build_world(rec, 1, traces=group_traces(rec))
         Simulation(Recorder(load_scenario(_every_path()), "", seen), seed=1,
                    progress=False).run()
         # The host's fields are read by its driver (redsim/host), around the kernels.

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import redsim.simulation
+import redsim.driver
 from redsim.sweep import SweepError, load_sweep, run_sweep
 from tests.engine_helpers import ZERO_OVERHEAD
 
@@ -80,14 +80,14 @@ def test_rerun_is_byte_identical(reference, tmp_path) -> None:
 
 
 def test_a_failing_point_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch) -> None:
-    real = redsim.simulation.simulate
+    real = redsim.driver.simulate
 
     def flaky(scenario, seed=None, progress=None, **kw):
         if scenario.clients[0].rate == 4000 and seed == 12:
             raise RuntimeError("disk on fire")
         return real(scenario, seed=seed, progress=progress, **kw)
 
-    monkeypatch.setattr(redsim.simulation, "simulate", flaky)
+    monkeypatch.setattr(redsim.driver, "simulate", flaky)
     res = run_sweep(load_sweep(_sweep()), tmp_path, jobs=1, progress=False)
     bad = res.runs[res.runs["status"] == "error"]
     assert len(res.runs) == 8 and len(bad) == 2  # rate 4000 x both costs, replication 1

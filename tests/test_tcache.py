@@ -14,13 +14,13 @@ import pytest
 from redsim.model import arena as A
 from redsim.model import state as S
 from redsim.model import tcache as T
-from redsim.model.zmalloc import zfree, zmalloc
+from redsim.model.zmalloc import new_arena, zfree, zmalloc
 
 SIZE = 1100  # bytes: the 1,280-B class
 
 
 def _arena(slabs=64, tcache=True):
-    a = A.new_arena(True, slabs, tcache=tcache)
+    a = new_arena(True, slabs, tcache_on=tcache)
     return a, A.bin_of(a, 1280)
 
 

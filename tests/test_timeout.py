@@ -19,7 +19,7 @@ import pytest
 
 from redsim import load_scenario
 from redsim.config import ScenarioError
-from redsim.simulation import simulate
+from redsim.driver import simulate
 from tests.engine_helpers import ZERO_OVERHEAD
 
 RTT = 1e-3

@@ -73,7 +73,7 @@ def test_a_trace_set_grows_and_its_del_frees_it_on_the_main_thread(tmp_path):
                      "trace-timing": "closed", "think": "10ms", "processes": 1,
                      "pool": {"max-size": 1}}]})
     r = simulate(sc, seed=1)
-    fp = footprint(SET, 600, 5, limits=Limits(version="7.0"))
+    fp = footprint(SET, 600, 5, limits=Limits.of(sc))  # 7.0's, the server's
     assert fp.encoding == HASHTABLE and fp.allocs > 1200  # 2 allocations a member, and more
     assert r.summary["latency_max_s"] == pytest.approx(fp.allocs * 1e-3, rel=0.01)
     assert r.summary["keys_end"] == 0  # the DEL removed it

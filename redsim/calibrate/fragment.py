@@ -57,7 +57,7 @@ def build(measurements: list[Any], made: dict[str, Any],
           not_measured: dict[str, Any] | None = None) -> dict[str, Any]:
     """The calibration document from ``Measurement`` records (those with a field
     fill ``values``) and ``extra_values`` (dotted path → YAML value);
-    ``not_measured``: the parts it lacks (``calibrate.not_measured``)."""
+    ``not_measured``: the parts it lacks (``calibrate.parts.not_measured``)."""
     values: dict[str, Any] = {}
     for m in measurements:
         if m.field:

@@ -57,7 +57,8 @@ def measure_scale(t: Target, version: str, reps: int = REPS) -> Measurement:
 
 def write(out: Path, m: Measurement, made: dict[str, Any]) -> dict[str, Any]:
     """The calibration file: the scale, and what it lacks (everything else)."""
-    from redsim.calibrate import ALL_PARTS, fragment, not_measured
+    from redsim.calibrate import fragment
+    from redsim.calibrate.parts import ALL_PARTS, not_measured
 
     lacks = not_measured({p: "a scale-only calibration (--scale-only)" for p in ALL_PARTS})
     doc = fragment.build([m], made, None, lacks)

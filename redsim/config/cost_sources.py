@@ -44,8 +44,9 @@ def miss_note(scenario: Any) -> list[str]:
     """A line giving each group's cache-miss cost per key access over the
     calibrated dataset's, when one is at least ``MISS_NOTE_US``."""
     from redsim.model.cpu_caches import miss_deltas
+    from redsim.traces import group_traces
 
-    per, _ = miss_deltas(scenario)
+    per, _ = miss_deltas(scenario, traces=group_traces(scenario))
     scale = scenario.engine.cpu.scale
     shown = [(g.name, d * scale * 1e6) for g, d in zip(scenario.clients, per, strict=True)
              if abs(d * scale * 1e6) >= MISS_NOTE_US]

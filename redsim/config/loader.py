@@ -26,10 +26,10 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
+from redsim.config.declare import not_keyspace
 from redsim.config.directives import (
     ANSWER_CHANGING,
     DIRECTIVE_ALIASES,
-    MODELLED_DIRECTIVES,
     MULTI_ARG_DIRECTIVES,
     NOT_YET_MODELLED,
 )
@@ -42,7 +42,7 @@ from redsim.config.errors import (
     show,
 )
 from redsim.config.redis_conf import is_default, quote_arg, read_redis_conf
-from redsim.config.schema import INSTANCE_TAGS, Scenario
+from redsim.config.schema import INSTANCE_TAGS, MODELLED_DIRECTIVES, Scenario
 from redsim.fileio import real_path
 
 # Most YAML nodes a scenario may expand to (aliases counted each time they are
@@ -882,7 +882,7 @@ def scenario_hash(scenario: Scenario) -> str:
 
 def resolved_hash(data: dict[str, Any]) -> str:
     """``scenario_hash`` of a resolved scenario's data (``resolved_dict``, possibly
-    with fields left out or set, as ``model.keyspace_image.keyspace_key`` does);
+    with fields left out or set, as ``keyspace_hash`` does);
     the trace, calibration and redis.conf paths in ``data`` are replaced."""
     for group in data["clients"]:
         if group.get("trace") is not None:
@@ -894,6 +894,41 @@ def resolved_hash(data: dict[str, Any]) -> str:
             data[key] = "sha256:" + _file_sha256(data[key])
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+NOT_KEYSPACE: tuple[tuple[str, ...], ...] = not_keyspace(Scenario)
+"""Scenario fields (paths in ``resolved_dict``; ``*``: every list entry) that
+do not shape the keyspace at time 0, from their declarations in ``schema/``
+(``Directive(keyspace=False)``, ``NotKeyspace()``): runs differing only in these
+share one preloaded keyspace (``model/keyspace_image.py``). Connections
+(``pool``) change the spare rows and slabs only."""
+
+
+def _drop(data: Any, path: tuple[str, ...]) -> None:
+    """Delete the field at ``path`` (``*``: in every list entry) from ``data``."""
+    if not path or data is None:
+        return
+    head, rest = path[0], path[1:]
+    if head == "*":
+        for item in data if isinstance(data, list) else ():
+            _drop(item, rest)
+    elif isinstance(data, dict) and head in data:
+        if rest:
+            _drop(data[head], rest)
+        else:
+            del data[head]
+
+
+def keyspace_hash(scenario: Scenario, seed: int) -> str:
+    """``scenario_hash`` of the scenario without ``NOT_KEYSPACE``'s fields and
+    with the run's seed: runs with equal hashes start from the same keyspace, so
+    one run's preloaded keyspace is kept under it for the others
+    (``model.keyspace_image.KeyspaceImages``)."""
+    data = resolved_dict(scenario)
+    for path in NOT_KEYSPACE:
+        _drop(data, path)
+    data["seed"] = int(seed)
+    return resolved_hash(data)
 
 
 def _file_sha256(path: str) -> str:

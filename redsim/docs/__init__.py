@@ -3,7 +3,7 @@
 Four Markdown pages under ``docs/``:
 
 - ``scenario-reference.md``: every key a scenario file may hold, from the pydantic
-  models in ``redsim/config/schema.py`` (YAML key, path, type and unit, default,
+  models in ``redsim/config/schema/`` (YAML key, path, type and unit, default,
   the field's docstring);
 - ``cli.md``: the ``redsim`` command's ``--help`` text, from ``redsim.cli.build_parser``;
 - ``model-map.md``: what each ``redsim/model/*.py`` module follows in the Redis

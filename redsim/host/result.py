@@ -17,7 +17,16 @@ import numpy as np
 import pandas as pd
 
 from redsim.model.histogram import quantiles
-from redsim.result import PERCENTILES, Latency, Result, _jsonable, draw_guarded, join_causes
+from redsim.observe import metrics as M
+from redsim.result import (
+    PERCENTILES,
+    Latency,
+    Result,
+    _jsonable,
+    declared,
+    draw_guarded,
+    join_causes,
+)
 
 HOST_COLUMNS = ("host_cpu_redis", "host_cpu_io_threads", "host_cpu_children",
                 "host_cpu_softirq", "host_cpu_irq", "host_cpu_clients", "host_cpu_lazyfree",
@@ -28,65 +37,116 @@ network softirq and hard-IRQ work, same-host client threads, lazyfree
 threads, idle), averaged over each sample window, and the mean runnable
 threads."""
 
-_MEAN_KEYS = ("utilisation", "commands_per_cycle", "allocator_frag_ratio_end",
-              "rss_overhead_ratio_end", "mem_fragmentation_ratio_end")
-_MAX_KEYS = ("latency_max_s", "cycle_period_s", "latest_fork_usec", "cow_peak_bytes")
-_FIRST_KEYS = ("scenario", "seed", "redis_version", "duration_s", "warmup_s",
-               "scenario_hash")
+def _hosted(s: dict) -> bool:
+    """The summary's host lines are printed: a host with cores or instances."""
+    return s.get("host_cores") is not None or s.get("instances", 1) > 1
+
+
+def _cores(s: dict, *activities: str) -> str:
+    return " / ".join(f"{s[f'host_cpu_{k}_cores']:.2f}" for k in activities)
+
+
+_ACTIVITY = {"redis": "the instances' main threads", "io_threads": "their I/O threads",
+             "children": "fork children", "softirq": "network softirq",
+             "irq": "hard IRQs", "clients": "same-host client threads",
+             "lazyfree": "lazyfree threads", "idle": "idle"}
+
+RESULTS = (
+    M.Metric("instances", "-", M.HOST, "server instances on the host",
+             made_by="HostResult.build",
+             line=M.Line(440, "instances on the host", lambda s: f"{s['instances']} on " + (
+                 f"{s['host_cores']} cores" if s.get("host_cores") else "a core each"),
+                 when=_hosted)),
+    M.Metric("host_cores", "-", M.HOST, "the host's cores (None: a core per thread)",
+             made_by="HostResult.build"),
+    *(M.Metric(f"{col}_cores", "cores", M.HOST, f"cores' worth of CPU on {_ACTIVITY[k]}, "
+               "mean after the warm-up", made_by="HostResult.build")
+      for col, k in zip(HOST_COLUMNS[:-1], _ACTIVITY, strict=True)),
+    *(M.Metric(f"{col}_share", "-", M.HOST, f"the host's cores' share on {_ACTIVITY[k]} "
+               "(only with host.cores)", made_by="HostResult.build")
+      for col, k in zip(HOST_COLUMNS[:-1], _ACTIVITY, strict=True)),
+    M.Metric("threads_runnable", "-", M.HOST, "runnable threads, mean after the warm-up",
+             made_by="HostResult.build",
+             line=M.Line(500, "  runnable threads (mean)",
+                         lambda s: f"{s['threads_runnable']:.2f}", when=_hosted)),
+    M.Metric("instance_throughput_min_rps", "1/s", M.HOST, "the slowest instance's "
+             "throughput", made_by="HostResult.build",
+             line=M.Line(450, "  per instance: throughput min / max", lambda s: (
+                 f"{s['instance_throughput_min_rps']:,.0f} / "
+                 f"{s['instance_throughput_max_rps']:,.0f} req/s"), when=_hosted)),
+    M.Metric("instance_throughput_max_rps", "1/s", M.HOST, "the fastest instance's "
+             "throughput", made_by="HostResult.build"),
+    M.Metric("instance_p99_max_s", "s", M.HOST, "the worst instance's p99",
+             made_by="HostResult.build",
+             line=M.Line(460, "  worst instance's p99",
+                         lambda s: M.fmt_s(s["instance_p99_max_s"]), when=_hosted)),
+    M.Line(470, "host CPU, cores: main threads / I/O threads / fork children",
+           lambda s: _cores(s, "redis", "io_threads", "children"), when=_hosted),
+    M.Line(480, "  same-host clients", lambda s: _cores(s, "clients"), when=_hosted),
+    M.Line(490, "  softirq / hard IRQ / idle", lambda s: _cores(s, "softirq", "irq", "idle"),
+           when=_hosted),
+)
+"""The host's own summary keys (``observe/metrics.py``; combined by no rule:
+``HostResult.build`` makes them from the scheduler's windows)."""
 
 
 def aggregate_summary(results: list[Result], counts: np.ndarray) -> dict[str, Any]:
-    """One summary for the instances together: counts, rates, bytes and clients
-    add up; latency percentiles come from the merged histogram ``counts`` and the
-    mean is weighted by requests; the main thread's shares (``utilisation``,
-    ``cpu_*_share``) and ratios are the instances' mean; maxima are maxima;
-    ``burst_detected`` is any instance's; memory peaks are the peaks of the
-    instances' summed series."""
+    """One summary for the instances together, each key by the rule its
+    declaration names (``Metric.combine``, ``observe/metrics.Combine``): counts,
+    rates, bytes and clients add up; latency percentiles come from the merged
+    histogram ``counts`` (a client group's from its merged histograms) and the
+    mean is weighted by requests; the main thread's shares and the ratios are
+    the instances' mean; maxima are maxima; ``burst_detected`` is any
+    instance's; memory peaks are the peaks of the instances' summed series."""
+    decl = declared()
     out: dict[str, Any] = {}
     first = results[0].summary
-    done = np.array([r.summary["requests_completed"] for r in results], dtype=float)
+    late: list[tuple[str, M.Combine]] = []
     for key, v0 in first.items():
+        metric = decl.of(key)
+        if metric is None:
+            raise KeyError(f"summary key {key!r} is declared by no RESULTS block")
+        rule = metric.combine
         vals = [r.summary.get(key) for r in results]
-        group, dot, metric = key.rpartition(".")
-        if key in _FIRST_KEYS:
+        group, dot, _ = key.rpartition(".")
+        if rule.rule in ("first", "host"):
             out[key] = v0
-        elif dot and metric.startswith("latency_p") and metric.endswith("_s"):
-            continue  # from the group's merged histogram below
-        elif dot and metric == "latency_mean_s":
-            n = np.array([r.summary.get(f"{group}.requests_completed", 0) for r in results],
-                         dtype=float)
+        elif rule.rule == "histogram":
+            continue  # from the merged histograms below
+        elif rule.rule == "weighted":
+            weight = f"{group}.{rule.of}" if dot else str(rule.of)
+            n = np.array([r.summary.get(weight, 0) for r in results], dtype=float)
             ok = (n > 0) & np.array([v is not None for v in vals])
             out[key] = (float(np.dot(n[ok], np.array(vals, dtype=float)[ok]) / n[ok].sum())
                         if ok.any() else float("nan"))
-        elif key == "stall_causes":
+        elif rule.rule == "causes":
             out[key] = _merge_causes(vals)
-        elif key == "burst_detected":
+        elif rule.rule == "any":
             out[key] = any(bool(v) for v in vals)
-        elif key == "latency_mean_s":
-            ok = done > 0
-            out[key] = (float(np.dot(done[ok], np.array(vals, dtype=float)[ok]) / done[ok].sum())
-                        if ok.any() else float("nan"))
-        elif key.startswith("latency_p") and key.endswith("_s"):
-            continue  # from the merged histogram below
+        elif rule.rule == "ratio":
+            out[key] = None  # below, from the keys it divides once they are combined
         elif isinstance(v0, bool) or not isinstance(v0, (int, float)) or v0 is None:
             out[key] = v0
         elif any(v is None for v in vals):
             out[key] = None
-        elif key in _MAX_KEYS or key.endswith("_max_s") or key.endswith("_peak"):
+        elif rule.rule in ("max", "series_peak"):
             out[key] = max(vals)
-        elif key in _MEAN_KEYS or key.endswith("_share") or key.endswith("_median_s") or \
-                key.endswith("_mean_s") or key.endswith("_median") or \
-                key.endswith("_median_bytes"):
+        elif rule.rule == "mean":
             out[key] = float(np.mean(vals))
-        else:
+        elif rule.rule == "sum":
             out[key] = type(v0)(sum(vals))
-    # The host's memory peaks are those of the instances' summed series (all
-    # instances share the sample windows), not the largest single instance's.
-    for key, col in (("used_memory_peak", "used_memory"),
-                     ("used_memory_rss_peak", "used_memory_rss"),
-                     ("host_memory_peak", "host_memory")):
-        if key in out and all(col in r.timeseries for r in results):
-            out[key] = int(sum(r.timeseries[col] for r in results).max())
+        if rule.rule in ("series_peak", "ratio"):
+            late.append((key, rule))
+    for key, rule in late:
+        if rule.rule == "series_peak":
+            # The host's memory peaks are those of the instances' summed series
+            # (all instances share the sample windows), not the largest instance's.
+            if key in out and all(rule.of in r.timeseries for r in results):
+                out[key] = int(sum(r.timeseries[rule.of] for r in results).max())
+        else:
+            num, den = rule.of
+            total = out.get(den) or 0.0
+            out[key] = out[num] / total if total else 0.0
     pct = quantiles(counts, list(PERCENTILES.values()))
     for name, v in zip(PERCENTILES, pct, strict=True):
         out[f"latency_{name}_s"] = float(v)
@@ -97,8 +157,6 @@ def aggregate_summary(results: list[Result], counts: np.ndarray) -> dict[str, An
         pct = quantiles(merged, list(PERCENTILES.values()))
         for name, v in zip(PERCENTILES, pct, strict=True):
             out[f"{group}.latency_{name}_s"] = float(v)
-    cycles = out.get("eventloop_cycles_per_sec") or 0.0
-    out["commands_per_cycle"] = out["ops_per_sec"] / cycles if cycles else 0.0
     return out
 
 

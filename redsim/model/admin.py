@@ -31,12 +31,14 @@ import numpy as np
 
 from redsim.model import lazyfree
 from redsim.model.arena import purge_all
+from redsim.model.bigkeys import row_of
 from redsim.model.commands import COMMAND_IDS
 from redsim.model.db import NO_TTL, db_add, db_delete, key_exists, resize_table
 from redsim.model.defrag import scan_mask, scan_position
 from redsim.model.jit import leaf, step
 from redsim.model.main_thread import busy
 from redsim.model.memory import POINTER
+from redsim.model.objects import key_requests
 from redsim.model.propagate import propagate_del
 from redsim.model.protocol import digits
 from redsim.model.rng import server_uniform
@@ -213,15 +215,9 @@ def admin_command(w):
 # ---- configuration and requests (Python) -----------------------------------------------
 
 
-def populate_rows(scenario) -> int:
-    """Key rows DEBUG POPULATE needs: the largest count of the scenario's events."""
-    return max((int(ev.keys) for ev in scenario.events if ev.do == "populate"), default=0)
-
-
-def populate_demand(scenario):
-    """The allocations of the populate events' keys (``objects.key_requests``)."""
-    from redsim.model.objects import key_requests
-
+def populate_demand(scenario) -> tuple[np.ndarray, np.ndarray]:
+    """The allocations of the populate events' keys (``objects.key_requests``),
+    for sizing the arena's slab arrays (their key rows: ``db.first_rows``)."""
     sizes, counts = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
     for ev in scenario.events:
         if ev.do == "populate":
@@ -240,15 +236,14 @@ def request(world, event, scenario) -> None:
     from redsim.model import state as S
 
     if event.do == "config-set":
-        from redsim.model.defrag import config_set
-
-        config_set(world, event.config)
+        # CONFIG SET: the schema parsed each directive and named the scalar its
+        # declaration says it writes (ScenarioEvent.settings).
+        for scalar, value in event.settings:
+            world.I[S.LAYOUT.index[scalar]] = value
         return
     I = world.I
     I[S.ADMIN_REQ] = ADMIN_CODES[event.do]
     if event.key is not None:  # DEL or UNLINK of a big key
-        from redsim.model.bigkeys import row_of
-
         I[S.ADMIN_REQ] = ADMIN_DEL_KEY
         I[S.ADMIN_LO] = row_of(scenario, world, event.key)
         I[S.ADMIN_N] = 1 if event.do == "unlink" else 0
@@ -277,8 +272,10 @@ again), and ``FLUSHALL ASYNC``'s bio thread drained the same keys in 305-331 ms.
 
 
 def configure(b) -> None:
-    """FLUSHALL's per-key cost (``engine.cpu.scale`` applies)."""
+    """FLUSHALL's per-key cost (``engine.cpu.scale`` applies), and the populate
+    events' keys' allocations for the arena's sizing (``b.slab_demand``)."""
     from redsim.model import state as S
     from redsim.model.blueprint import US
 
     b.F[S.C_FLUSH_KEY] = FLUSH_KEY_US * US * b.scenario.engine.cpu.scale
+    b.slab_demand.append(populate_demand(b.scenario))

@@ -47,7 +47,9 @@ from redsim.model import disk, latency
 from redsim.model.histogram import log2_bucket
 from redsim.model.jit import leaf, step
 from redsim.model.main_thread import busy, busy_until
+from redsim.model.rdb import dataset_rdb_bytes
 from redsim.model.state import (
+    AOF_BASE,
     AOF_BG_END,
     AOF_BUF,
     AOF_DELAYED,
@@ -73,6 +75,8 @@ from redsim.model.state import (
     WI_FSYNCS,
     T,
 )
+from redsim.model.world import pack
+from redsim.observe import metrics as M
 from redsim.observe.bins import count
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -121,6 +125,40 @@ FIELDS = (
     ("rc", "fsync", "i8", "-", "record",
      "fdatasync calls by duration (queueing + the call): [2^b, 2^(b+1)) µs"),
 )
+
+
+def _persisting(s: dict) -> bool:
+    """The summary's persistence lines are printed: the AOF is on or a child forked."""
+    return bool(s.get("aof_enabled") or s.get("total_forks"))
+
+
+RESULTS = (
+    M.Metric("aof_enabled", "-", M.SUM, "appendonly (1 on)", value=M.counter("AOF_ON"),
+             line=M.Line(300, "  aof / fsync / fork / cow",
+                         lambda s: M.shares(s, "aof", "fsync", "fork", "cow"), when=_persisting)),
+    M.Metric("aof_delayed_fsync", "-", M.SUM, "INFO aof_delayed_fsync",
+             value=M.counter("AOF_DELAYED")),
+    M.Metric("aof_fsyncs", "-", M.SUM, "fdatasync calls on the AOF",
+             value=M.counter("STAT_FSYNCS"),
+             line=M.Line(310, "AOF fsyncs / delayed",
+                         lambda s: f"{s['aof_fsyncs']:,} / {s['aof_delayed_fsync']:,}",
+                         when=_persisting)),
+    M.Metric("aof_current_size_end", "B", M.SUM, "INFO aof_current_size at the end",
+             value=M.counter("AOF_SIZE")),
+    # Added up by a host (the rule the key's name gave before it was declared).
+    M.Metric("aof_buffer_length_max", "B", M.SUM, "aof_buf's largest sample",
+             value=M.peak("aof_buffer_length")),
+    M.Metric("fsync_median_usecs_bucket", "us", M.FIRST, "the median fsync's log2 bucket "
+             "[lo, hi] (only with fsyncs)", made_by="_persistence_summary"),
+    M.Column(480, "aof_buffer_length", "B", "INFO aof_buffer_length", M.gauge("WI_AOF_BUF")),
+    M.Column(490, "aof_current_size", "B", "INFO aof_current_size", M.gauge("WI_AOF_SIZE")),
+    M.Column(500, "aof_delayed_fsync", "-", "INFO aof_delayed_fsync",
+             M.total("WI_AOF_DELAYED")),
+    M.Column(510, "fsyncs_per_sec", "1/s", "fdatasync calls on the AOF per second",
+             M.rate("WI_FSYNCS")),
+)
+"""The summary keys and time-series columns this module's figures make
+(``observe/metrics.py``)."""
 
 AOF_POSTPONE_MAX = 2  # s of unixtime a write waits for a running fsync (flushAppendOnlyFile)
 WRITEBACK_INTERVAL = 30.0  # s: the kernel writes dirty pages back once they are this old
@@ -266,10 +304,7 @@ def configure(b) -> None:
 
 
 def start(w, b) -> None:
-    """The AOF the server started from holds the preloaded dataset (its base)."""
-    from redsim.model import state as S
-    from redsim.model.fork import dataset_rdb_bytes
-    from redsim.model.world import pack
-
+    """The AOF the server started from holds the preloaded dataset (its base:
+    the RDB of the keys present, ``rdb.dataset_rdb_bytes``)."""
     if b.scenario.server.appendonly:
-        w.I[S.AOF_SIZE] = w.I[S.AOF_BASE] = dataset_rdb_bytes(pack(w))
+        w.I[AOF_SIZE] = w.I[AOF_BASE] = dataset_rdb_bytes(pack(w))

@@ -73,8 +73,6 @@ Deviations:
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from redsim.model import nonfull
@@ -98,8 +96,10 @@ from redsim.model.state import (
     Q16,
     RNG_LOW,
     T,
+    row_table,
 )
 from redsim.model.world import as_world, pack
+from redsim.observe import metrics as M
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
 # says what each entry holds: where, name, dtype, unit, kind, doc).
@@ -143,6 +143,13 @@ FIELDS = (
     ("al", "h_steps", "i8", "-", "config",
      "the smootherstep, 24-bit fixed point (decay h_steps)"),
 )
+
+
+RESULTS = (
+    M.Metric("pages_purged", "-", M.SUM, "pages jemalloc gave back to the system",
+             value=M.counter("AL_PAGES_PURGED")),
+)
+"""The summary keys this module's figures make (``observe/metrics.py``)."""
 
 PAGE = 4096
 SMALL_MAX = 14336
@@ -618,35 +625,9 @@ def slabs_for(sizes: np.ndarray, counts: np.ndarray | None, quantum16: bool) -> 
     return int(np.sum(-(-per_bin // tab["nregs"]) + (per_bin > 0)))
 
 
-@functools.cache
-def _standalone_type(fields: tuple[str, ...]) -> type:
-    """One namedtuple class per field list: numba compiles a function once per
-    argument type, and a new class per arena would compile it for each."""
-    from collections import namedtuple
-
-    return namedtuple("StandaloneArena", fields)
-
-
-def new_arena(quantum16: bool, max_slabs: int, tcache: bool = True):
-    """A stand-alone arena (for tests and sizing): a namedtuple with ``I`` and
-    ``F`` and every ``al`` field, empty, with room for ``max_slabs`` slabs, and
-    the thread cache on or off (``zmalloc.zmalloc`` goes through it)."""
-    from redsim.model import state as S
-    from redsim.model import tcache as tc
-
-    fields = {f"al_{f}": v for f, v in {**_bins(quantum16), **tc.bins(quantum16)}.items()}
-    fields.update({f"sb_{f}": v for f, v in
-                   _slab_arrays(max_slabs, len(fields["al_reg_size"])).items()})
-    F, I = S.new_scalars()
-    I[S.Q16] = int(quantum16)
-    I[S.AL_MAX_SLABS] = max_slabs
-    I[S.AL_DECAY_MS] = 10_000
-    tc.start(I, tcache, quantum16)
-    return _standalone_type(("F", "I", *fields))(F, I, **fields)
-
-
-def _bins(quantum16: bool) -> dict[str, np.ndarray]:
-    """Every ``al`` field of an empty arena."""
+def bins(quantum16: bool) -> dict[str, np.ndarray]:
+    """Every ``al`` field of an empty arena (``tcache.bins`` adds the thread
+    cache's)."""
     tab = bins_table(quantum16)
     nb = len(tab["reg_size"])
     by8 = np.array([bin_index(size_class(max(8 * i, 1), quantum16), quantum16)
@@ -657,17 +638,15 @@ def _bins(quantum16: bool) -> dict[str, np.ndarray]:
                 backlog=np.zeros(SMOOTHSTEP_NSTEPS, np.int64), h_steps=H_STEPS.copy())
 
 
-def _slab_arrays(n: int, bins: int, bits: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """Every ``sb`` field for ``n`` free slab ids of an arena of ``bins`` bins,
+def slab_arrays(n: int, n_bins: int, bits: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Every ``sb`` field for ``n`` free slab ids of an arena of ``n_bins`` bins,
     the row fields stored by rows (``state.row_table``: a slab's bin and free
     count share 16 bytes, so a flush's region costs one miss); ``bits``: the
     non-full bit sets if already built (``nonfull.build``), else empty ones."""
-    from redsim.model.state import row_table
-
     rows = row_table("sb", {"bin": np.broadcast_to(np.int64(-1), (n,)),
                             "nfree": np.broadcast_to(np.int64(0), (n,))})
     return dict(rows, free_ids=np.zeros(n, np.int64),
-                nonfull_bits=np.zeros(nonfull.words(n, bins), np.int64) if bits is None
+                nonfull_bits=np.zeros(nonfull.words(n, n_bins), np.int64) if bits is None
                 else bits)
 
 
@@ -730,7 +709,7 @@ def grow(world, extra: int):
         raise RuntimeError(f"the arena used all {MAX_SLAB_IDS:,} slab ids a handle can name "
                            "(model/arena.py, SLAB_BITS): the run needs fewer keys")
     # The bit sets' levels move with the number of ids: built anew, not copied.
-    fresh = _slab_arrays(n + extra, len(world.al_cur), nonfull.build(
+    fresh = slab_arrays(n + extra, len(world.al_cur), nonfull.build(
         world.sb_bin, world.sb_nfree, world.al_cur, n + extra))
     for f, arr in fresh.items():
         if f != "nonfull_bits":
@@ -742,24 +721,27 @@ def grow(world, extra: int):
 
 def configure(b) -> None:
     """The bins of the scenario's quantum, ``dirty_decay_ms``, and room for the slabs
-    the preload, the scenario's populate events and the run's spare will need
-    (``slabs_for``, from ``db.configure``'s ``slab_demand``). Needs ``conns`` and
-    ``max_pipeline``."""
+    the collections, the scenario's populate events, the preload and the run's
+    spare will need (``slabs_for``, from the earlier steps' ``b.slab_demand``:
+    ``bigkeys``, ``admin``, ``preload``; the order does not matter). Needs
+    ``conns`` and ``max_pipeline``."""
     from redsim.model import state as S
 
     q16 = b.scenario.engine.allocator_quantum == 16
-    sizes, counts = b.extra.get("slab_demand", (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+    demand = b.slab_demand or [(np.zeros(0, np.int64), np.zeros(0, np.int64))]
+    sizes = np.concatenate([s for s, _ in demand])
+    counts = np.concatenate([c for _, c in demand])
     internal = slabs_for(np.array(list(INTERNAL_REGIONS)), np.array(
         list(INTERNAL_REGIONS.values())), q16)
-    spare = 5 * b.size["conns"] * b.size["max_pipeline"] + 4096
+    spare = 5 * b.size.conns * b.size.max_pipeline + 4096
     n = internal + slabs_for(sizes, counts, q16) + 2 * spare
     if n > MAX_SLAB_IDS:
         raise ValueError(
             f"the keyspace and clients of this scenario need ~{n:,} jemalloc slabs, more "
             f"than the model's {MAX_SLAB_IDS:,} (model/arena.py, SLAB_BITS): fewer keys, "
             "or larger values per key, would fit")
-    b.fill("al", **_bins(q16))
-    b.fill("sb", **_slab_arrays(n, len(small_classes(q16))))
+    b.fill("al", **bins(q16))
+    b.fill("sb", **slab_arrays(n, len(small_classes(q16))))
     b.I[S.AL_MAX_SLABS] = n
     b.I[S.AL_SPARE_LOW] = spare
     b.I[S.AL_DECAY_MS] = b.scenario.engine.allocator_dirty_decay_ms

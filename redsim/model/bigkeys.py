@@ -6,8 +6,9 @@ No single Redis function: a big key is a hash, set, sorted set or list in
 the dataset from the start, as ``redis-cli --bigkeys`` would find it. Its
 encoding, bytes, allocations and free effort come from ``encoding.footprint``
 with the server's thresholds. A key row holds a collection by a value length
-of ``COLLECTION - cid`` (-3 and below: -1 is an integer, -2 is ``lookup_key``'s
-miss), which points at row ``cid`` of this table; string keys are unchanged.
+of ``COLLECTION - cid`` (``objects.py``: -3 and below; -1 is an integer, -2 is
+``lookup_key``'s miss), which points at row ``cid`` of this table; string keys
+are unchanged.
 
 Deleting one follows ``src/db.c:dbGenericDelete``: the key's sds, dictEntry
 and expires entry go at once (``db.db_delete``); the value goes to the bio
@@ -17,7 +18,7 @@ of main-thread CPU (``src/object.c:decrRefCount`` →
 ``freeHashObject``/``freeSetObject``/``freeZsetObject``/``freeListObject``).
 
 Deviation: the arena holds a collection's value as two allocations, its robj
-and one stand-in for the rest of its bytes (``value_extent``): an allocation
+and one stand-in for the rest of its bytes (``objects.value_extent``): an allocation
 of its size class up to 32 KB, else an extent of exactly the pages it needs.
 A listpack, an intset or a small quicklist is one allocation in Redis too; a
 hashtable's or skiplist's elements are many small regions, whose slab
@@ -34,16 +35,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from redsim.model.arena import PAGE, large_malloc
-from redsim.model.jemalloc import size_class
-from redsim.model.jit import leaf
-from redsim.model.tcache import LARGE_MAX_PAGES
-from redsim.model.zmalloc import zmalloc
+from redsim.model import state as S
+from redsim.model.arena import SMALL_MAX
+from redsim.model.db import preload
+from redsim.model.encoding import TYPES, Limits, footprint, rdb_bytes
+from redsim.model.objects import COLLECTION, ROBJ
+from redsim.model.world import pack
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
 # says what each entry holds: where, name, dtype, unit, kind, doc).
 FIELDS = (
-    ("I", "BIG_LO", "i8", "-", "config", "the key row of big-keys[0] (the others follow)"),
     ("cl", "kind", "i8", "-", "config", "the collection's type (encoding.HASH, SET, ZSET, LIST)"),
     ("cl", "enc", "i8", "-", "state", "its encoding (encoding.LISTPACK, HASHTABLE, ...)"),
     ("cl", "elems", "i8", "-", "state", "its elements (fields, members)"),
@@ -53,74 +54,28 @@ FIELDS = (
     ("cl", "rdb", "i8", "B", "state", "bytes of the value in an RDB file"),
 )
 
-COLLECTION = -3  # ks_vlen of the key holding collection 0; collection cid is -3 - cid
-
-
-@leaf
-def is_collection(vlen):
-    return vlen <= COLLECTION
-
-
-@leaf
-def collection_of(vlen):
-    """The collection id a key row's value length points at."""
-    return COLLECTION - vlen
-
-
-@leaf
-def extent_pages(n):
-    """Pages of an extent holding ``n`` bytes."""
-    return (n + PAGE - 1) // PAGE
-
-
-@leaf
-def value_extent(w, n):
-    """The arena's stand-in for a collection value's ``n`` bytes past its robj:
-    one allocation of its size class up to the thread cache's largest (32 KB),
-    else an extent of exactly the pages it needs, as a value's many regions
-    fill their slabs (a large size class would add up to 25 %)."""
-    pages = extent_pages(n)
-    if pages <= LARGE_MAX_PAGES:
-        return zmalloc(w, n)
-    return large_malloc(w, pages)
-
-
-@leaf
-def extent_class(n, q16):
-    """What ``value_extent`` allocates for ``n`` bytes: its size class up to
-    32 KB, as a negative page count above (equal classes reallocate in place)."""
-    pages = extent_pages(n)
-    if pages <= LARGE_MAX_PAGES:
-        return size_class(n, q16)
-    return -pages
-
-
 # ---- configuration (Python, once per run) ---------------------------------------------
 
 
 def footprints(scenario) -> list:
     """Each big key's ``encoding.Footprint`` under the scenario's server."""
-    from redsim.model.encoding import TYPES, Limits, footprint
-
     limits = Limits.of(scenario)
     q16 = scenario.engine.allocator_quantum == 16
     return [footprint(TYPES[k.type], k.elements, k.member_size, _value(k), k.integers,
-                      limits, q16) for k in scenario.big_keys]
+                      limits=limits, q16=q16) for k in scenario.big_keys]
 
 
 def _value(k) -> int:
     return (20 if k.value_size is None else k.value_size) if k.type == "hash" else 0
 
 
-def slab_demand(b) -> tuple[np.ndarray, np.ndarray]:
+def slab_demand(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every collection's small allocations, big keys' and collection
-    keyspaces' alike: a robj each, and each value's extent when it is small
-    (``arena.slabs_for`` sizes the slab arrays). Needs ``configure``'s table."""
-    from redsim.model.arena import SMALL_MAX
-    from redsim.model.objects import ROBJ
-
-    n = b.size["collections"]
-    extents = b.extra["collection_bytes"] - ROBJ
+    keyspaces' alike, from their values' bytes (the table's ``bytes``, robj
+    included): a robj each, and each value's extent when it is small
+    (``arena.slabs_for`` sizes the slab arrays)."""
+    n = len(values)
+    extents = values - ROBJ
     small = extents[extents <= SMALL_MAX]
     sizes = np.concatenate([np.full(min(n, 1), ROBJ, np.int64), small])
     counts = np.concatenate([np.full(min(n, 1), n, np.int64), np.ones(len(small), np.int64)])
@@ -130,10 +85,8 @@ def slab_demand(b) -> tuple[np.ndarray, np.ndarray]:
 def configure(b) -> None:
     """The collections' table: one row per big key, then the collection
     keyspaces' rows (``collection.configure``'s ``group_collections``), at
-    least one row (unused when there is none); gives ``collections`` and the
-    values' bytes ``slab_demand`` reads."""
-    from redsim.model.encoding import TYPES, rdb_bytes
-
+    least one row (unused when there is none); gives ``collections``, and
+    their allocations to the arena's sizing (``b.slab_demand``)."""
     sc = b.scenario
     fps = footprints(sc)
     groups = b.extra["group_collections"]
@@ -156,17 +109,13 @@ def configure(b) -> None:
         return out
 
     b.fill("cl", **{name: col(name) for name in big})
-    b.size["collections"] = n
-    b.extra["collection_bytes"] = col("bytes")[:n]
+    b.size.collections = n
+    b.slab_demand.append(slab_demand(col("bytes")[:n]))
 
 
 def start(w, b) -> None:
     """Put the big keys in the dataset, in their order, before the run (no CPU):
     ``db.preload`` adds each as a client's writes would."""
-    from redsim.model import state as S
-    from redsim.model.db import preload
-    from redsim.model.world import pack
-
     ref = pack(w)
     lo = int(w.I[S.BIG_LO])
     for i, k in enumerate(b.scenario.big_keys):
@@ -177,7 +126,5 @@ def start(w, b) -> None:
 
 def row_of(scenario, world, name: str) -> int:
     """The key row of the big key called ``name``."""
-    from redsim.model import state as S
-
     names = [k.name for k in scenario.big_keys]
     return int(world.I[S.BIG_LO]) + names.index(name)

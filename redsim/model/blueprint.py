@@ -2,21 +2,31 @@
 
 No Redis source: the plumbing between a validated scenario and the kernel.
 ``build.build_world`` creates one ``Blueprint`` and hands it to each
-mechanism's ``configure(b)`` in turn (the order is in ``build.STEPS``); a step
-reads its part of the scenario and fills its scalars (``b.F``, ``b.I``) and
-its per-entity arrays (``b.part("cn")["req"] = ...``). Sizes one step decides
-and a later one needs (connections, key rows, ...) go in ``b.size``.
-``build_world`` then checks that every field of every part was filled exactly
-once and lays the arrays out (``state.flatten``).
+mechanism's ``configure(b)`` in turn (the order is the registry's,
+``model/mechanisms.py``); a step reads its part of the scenario and fills its
+scalars (``b.F``, ``b.I``) and its per-entity arrays (``b.fill("cn", req=...)``).
+Sizes one step decides and a later one needs (connections, key rows, ...) go
+in ``b.size``, a ``mechanisms.Sizes``.
+
+The Blueprint holds the steps to what the registry says: a step writes only
+the scalars its own module declares (``Scalars``), reads and sets only the
+sizes its entry names; ``finish`` fails if a config scalar was written by no
+step, ``fill`` and ``parts`` if a part's field was filled twice or by none.
+Each message names the step, the scalar or size, and its owner.
+``build_world`` then lays the arrays out (``state.flatten``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from redsim.model import state as S
+from redsim.model.mechanisms import Mechanism, Sizes
+from redsim.model.trace import Trace
 
 US = 1e-6
 """Seconds per µs: scenario CPU costs are µs, the kernel's seconds."""
@@ -26,30 +36,132 @@ _DIST = {"fixed": S.DIST_FIXED, "exponential": S.DIST_EXPONENTIAL,
          "empirical": S.DIST_EMPIRICAL}
 
 
+_SCALARS = {where: [f for f in S.LAYOUT.fields if f.where == where] for where in ("F", "I")}
+"""The declared scalars of ``F`` and of ``I``, by index."""
+
+
+class Scalars:
+    """``b.F`` or ``b.I`` while the steps run: the kernel's vector, indexed as
+    the kernel indexes it, and who wrote each scalar.
+
+    A write from a step whose module does not own the scalar (and whose
+    registry entry does not share it) fails at once; so does a step's read of
+    a config or size scalar no step has written yet (its owner's step runs
+    later: the value read would be the 0 it starts at).
+    """
+
+    def __init__(self, b: Blueprint, where: str, values: np.ndarray) -> None:
+        self.values = values
+        self._b = b
+        self._where = where
+        self.writer: dict[int, str] = {}  # index -> the module whose step wrote it
+
+    def __getitem__(self, i: int) -> Any:
+        field = _SCALARS[self._where][i]
+        step = self._b.step
+        if (step is not None and i not in self.writer and field.kind in ("config", "size")
+                and field.owner != step.module):
+            raise RuntimeError(f"{step.module}'s step reads {self._where}[{field.name}] "
+                               f"before {field.owner}'s step wrote it: rank it after that "
+                               "step in model/mechanisms.py")
+        return self.values[i]
+
+    def __setitem__(self, i: int, value: Any) -> None:
+        field = _SCALARS[self._where][i]
+        step = self._b.step
+        if step is not None:
+            if field.owner != step.module and field.name not in step.shares:
+                raise RuntimeError(
+                    f"{step.module}'s step writes {self._where}[{field.name}], which "
+                    f"{field.owner} owns: set it in {field.owner}'s configure, or declare "
+                    f"it in {step.module}'s FIELDS if that module keeps it")
+            self.writer[i] = step.module
+        self.values[i] = value
+
+
 class Blueprint:
     """A run being configured.
 
     Attributes:
         scenario: the validated scenario.
         seed: the run's root seed.
-        F, I: the kernel's float and integer scalars (``state``'s indices).
-        size: sizes decided by one step for the next (``"conns"``, ``"key_rows"``, ...).
+        F, I: the kernel's float and integer scalars (``state``'s indices),
+            as ``Scalars``; ``vectors()`` gives the arrays.
+        size: sizes decided by one step for the next (``mechanisms.Sizes``).
+        step: the registry entry of the step running (None between steps).
+        traces: each client group's parsed trace (``trace.Trace``), None for a
+            group that replays none; the driver parses them
+            (``redsim.traces.group_traces``) and ``build_world`` hands them on.
         info: what the driver gets back besides the world (windows, groups' names).
+        slab_demand: the small allocations (request bytes, counts) of the keys
+            the run starts with or its events add, one entry per step that
+            places some (the collections', DEBUG POPULATE's, the preload's);
+            ``arena.configure`` sizes the slab arrays for all of them.
         extra: objects a step hands to a later one or to ``start`` (random
             streams, preload plans).
     """
 
-    def __init__(self, scenario: Any, seed: int) -> None:
+    def __init__(self, scenario: Any, seed: int,
+                 traces: Sequence[Trace | None] | None = None) -> None:
         self.scenario = scenario
         self.seed = seed
-        self.F, self.I = S.new_scalars()
-        self.size: dict[str, int] = {}
+        self.traces: tuple[Trace | None, ...] = (
+            tuple(traces) if traces is not None else (None,) * len(scenario.clients))
+        if len(self.traces) != len(scenario.clients):
+            raise ValueError(f"{len(self.traces)} traces for {len(scenario.clients)} "
+                             "client groups: one per group, None where it replays none")
+        self.slab_demand: list[tuple[np.ndarray, np.ndarray]] = []
+        F, I = S.new_scalars()
+        self.F, self.I = Scalars(self, "F", F), Scalars(self, "I", I)
+        self.size = Sizes()
+        self.step: Mechanism | None = None
         self.info: dict[str, Any] = {}
         self.extra: dict[str, Any] = {}
         self._parts: dict[str, dict[str, np.ndarray]] = {pre: {} for pre, _ in S._PARTS}
         self._emp_p: list[float] = []
         self._mix: list[tuple[float, int, float, float, float, float]] = []
         self._emp_x: list[float] = []
+
+    def trace(self, g: int) -> Trace:
+        """The parsed trace client group ``g`` replays (``traces``)."""
+        tr = self.traces[g]
+        if tr is None:
+            raise ValueError(f"client group {self.scenario.clients[g].name!r} replays a "
+                             "trace, but build_world was given none for it (the driver "
+                             "parses them: redsim.traces.group_traces)")
+        return tr
+
+    @contextmanager
+    def running(self, mechanism: Mechanism) -> Iterator[None]:
+        """Hold the step (``configure`` or ``start``) run inside to
+        ``mechanism``'s registry entry; after its ``configure``, every size
+        the entry provides must be set."""
+        self.step = mechanism
+        self.size.during(mechanism)
+        try:
+            yield
+        finally:
+            self.step = None
+            self.size.during(None)
+        unset = [n for n in mechanism.provides if not self.size.is_set(n)]
+        if unset:
+            raise RuntimeError(f"{mechanism.module}.configure did not set size(s) {unset}, "
+                               "which its registry entry provides")
+
+    def finish(self) -> None:
+        """After the steps (``start`` too): every config scalar was written by
+        some step (a config scalar left at 0 by accident would run silently)."""
+        unset = [f"{where}[{f.name}] ({f.owner})" for where in ("F", "I")
+                 for i, f in enumerate(_SCALARS[where])
+                 if f.kind == "config" and i not in getattr(self, where).writer]
+        if unset:
+            raise RuntimeError(f"no configure step wrote the config scalar(s) "
+                               f"{', '.join(unset)}: its owner's configure must set it, "
+                               "even to 0")
+
+    def vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        """The ``F`` and ``I`` arrays."""
+        return self.F.values, self.I.values
 
     def part(self, pre: str) -> dict[str, np.ndarray]:
         """The fields of part ``pre`` (``"cn"``, ``"gp"``, ``"tb"``, ...) filled so far."""

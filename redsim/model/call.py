@@ -71,6 +71,7 @@ from redsim.model.protocol import bulk, digits, elements, header, value_bytes_mo
 from redsim.model.rng import draw, peek_uniform, uniform
 from redsim.model.state import C_ONE_KEY_MISS, DIRTY, KS_KEYS, LAZY_USER_DEL, T
 from redsim.model.world import prefetch
+from redsim.observe import metrics as M
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
 # says what each entry holds: where, name, dtype, unit, kind, doc).
@@ -95,6 +96,14 @@ FIELDS = (
      "1: a write command (propagated to the AOF, counted in server.dirty)"),
     ("tb", "cmd_denyoom", "i8", "-", "config", "1: refused with -OOM when eviction fails"),
 )
+
+
+RESULTS = (
+    M.Column(520, "rdb_changes_since_last_save", "-", "INFO rdb_changes_since_last_save",
+             M.gauge("WI_DIRTY")),
+)
+"""The summary keys and time-series columns this module's figures make
+(``observe/metrics.py``)."""
 
 NIL_REPLY = 5  # $-1\r\n
 UNLINK = COMMAND_IDS["UNLINK"]

@@ -46,6 +46,7 @@ from redsim.model.state import (
     T,
 )
 from redsim.observe import groups
+from redsim.observe import metrics as M
 from redsim.observe.bins import add_interval, count
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -54,6 +55,16 @@ FIELDS = (
     ("I", "STAT_SERVER_CLOSED", "i8", "-", "counter",
      "clients Redis closed itself (timeout, client eviction) since start"),
 )
+
+
+RESULTS = (
+    M.Metric("connections_closed_by_server", "-", M.SUM, "client connections Redis closed",
+             value=M.counter("STAT_SERVER_CLOSED"),
+             line=M.Line(280, "clients closed by Redis (of them evicted)", lambda s: (
+                 f"{s['connections_closed_by_server']:,} ({s['evicted_clients']:,})"),
+                 when=lambda s: bool(s.get("connections_closed_by_server")))),
+)
+"""The summary keys this module's figures make (``observe/metrics.py``)."""
 
 
 @step

@@ -39,6 +39,7 @@ from redsim.model.state import (
     WI_EVICTED_CLIENTS,
     T,
 )
+from redsim.observe import metrics as M
 from redsim.observe.bins import count
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -50,6 +51,15 @@ FIELDS = (
      "server.stat_evictedclients: clients freed by client eviction since start"),
     ("wi", "WI_EVICTED_CLIENTS", "i8", "-", "count", "clients freed by client eviction"),
 )
+
+
+RESULTS = (
+    M.Metric("evicted_clients", "-", M.SUM, "INFO evicted_clients",
+             value=M.counter("STAT_EVICTED_CLIENTS")),
+    M.Column(120, "evicted_clients", "-", "INFO evicted_clients", M.total("WI_EVICTED_CLIENTS")),
+)
+"""The summary keys and time-series columns this module's figures make
+(``observe/metrics.py``)."""
 
 MIN_LIMIT = 128 * 1024
 """``getClientEvictionLimit``'s floor, bytes."""

@@ -65,6 +65,7 @@ from redsim.model.state import (
     REDIS_72,
     T,
 )
+from redsim.observe import metrics as M
 
 CLIENT_MEM_USAGE_BUCKET_MIN_LOG = 15  # src/server.h: the first bucket holds up to 32 KB
 CLIENT_MEM_USAGE_BUCKET_MAX_LOG = 33  # the last, over 4 GB: 19 buckets
@@ -108,6 +109,16 @@ FIELDS = (
     ("cn", "mem_info", "i8", "B", "state",
      "what INFO last counted for it (at its clientsCron visit)"),
 )
+
+
+RESULTS = (
+    M.Column(330, "mem_clients_normal", "B", "INFO mem_clients_normal (as INFO reports it: "
+             "it lags)", M.gauge("WI_MEM_CLIENTS_INFO")),
+    M.Column(340, "mem_clients_true", "B", "what used_memory holds for clients now",
+             M.gauge("WI_MEM_CLIENTS")),
+)
+"""The summary keys and time-series columns this module's figures make
+(``observe/metrics.py``)."""
 
 PROTO_REPLY_CHUNK_BYTES = 16384  # the initial c->buf, and the least a reply node holds
 PROTO_REPLY_MIN_BYTES = 1024  # the smallest 7.x c->buf
@@ -401,3 +412,13 @@ def resize_output_buffer(w, c):
     if w.F[T] - w.cn_t_buf_reset[c] >= BUF_PEAK_RESET_S:
         w.cn_buf_peak[c] = min(w.cn_reply_bytes[c], w.cn_buf_usable[c])
         w.cn_t_buf_reset[c] = w.F[T]
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def configure(b) -> None:
+    """The ``client`` struct's allocation for the version (``memory.CLIENT_STRUCT_BYTES``)."""
+    from redsim.model.memory import CLIENT_STRUCT_BYTES
+
+    b.I[CLIENT_STRUCT] = CLIENT_STRUCT_BYTES[b.scenario.redis_version]

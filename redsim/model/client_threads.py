@@ -156,4 +156,4 @@ def configure(b) -> None:
     b.fill("ct", clock=np.zeros(rows),
            q_head=np.full(rows, -1, np.int64), q_tail=np.full(rows, -1, np.int64),
            q_n=np.zeros(rows, np.int64))
-    b.fill("cn", cli_next=np.full(b.size["conns"], -1, np.int64))
+    b.fill("cn", cli_next=np.full(b.size.conns, -1, np.int64))

@@ -93,6 +93,7 @@ from redsim.model.state import (
 )
 from redsim.model.world import as_world
 from redsim.observe import groups
+from redsim.observe import metrics as M
 from redsim.observe.bins import add_interval, count, record_latency
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -374,6 +375,76 @@ FIELDS = (
     ("rc", "passes", "f8", "-", "record",
      "one row of PASS_FIELDS per completed pass of a trace source"),
 )
+
+
+RESULTS = (
+    M.Metric("mean_connected_clients", "-", M.SUM, "connected clients, mean of the "
+             "post-warm-up windows' ends",
+             value=lambda r: float(r.ts["connected_clients"][r.post].mean()),
+             line=M.Line(220, "connected clients (mean)",
+                         lambda s: f"{s['mean_connected_clients']:,.1f}")),
+    M.Metric("mean_busy_connections", "-", M.SUM, "connections with a request out, time mean "
+             "after the warm-up", value=M.time_mean("W_BUSY_CONNS"),
+             line=M.Line(230, "busy connections (mean)",
+                         lambda s: f"{s['mean_busy_connections']:,.1f}")),
+    M.Metric("mean_in_system", "-", M.SUM, "requests issued and not answered, time mean after "
+             "the warm-up", value=M.time_mean("W_IN_SYSTEM")),
+    M.Metric("mean_pool_waiters", "-", M.SUM, "requests waiting for a pool's connection, time "
+             "mean after the warm-up", value=M.time_mean("W_WAITERS")),
+    M.Metric("total_connections_received", "-", M.SUM, "INFO total_connections_received",
+             value=M.counter("STAT_CONNECTIONS")),
+    M.Metric("requests_rejected", "-", M.SUM, "requests rejected by the clients' pools",
+             value=M.counter("REQ_REJECTED"),
+             line=M.Line(270, "requests rejected by pools",
+                         lambda s: f"{s['requests_rejected']:,}")),
+    M.Metric("requests_failed", "-", M.SUM, "requests lost with a connection Redis closed",
+             value=M.counter("REQ_FAILED"),
+             line=M.Line(290, "requests failed (connection closed)",
+                         lambda s: f"{s['requests_failed']:,}",
+                         when=lambda s: bool(s.get("connections_closed_by_server")))),
+    M.Metric("requests_timed_out", "-", M.SUM, "requests whose client timeout passed",
+             value=M.counter("REQ_TIMEOUT")),
+    M.Metric("connections_refused", "-", M.SUM, "connections refused at maxclients",
+             value=M.counter("REQ_REFUSED")),
+    M.Metric("requests_issued_total", "-", M.SUM, "requests issued, warm-up included",
+             value=M.counter("REQ_ISSUED")),
+    M.Metric("requests_completed_total", "-", M.SUM, "requests completed, warm-up included",
+             value=M.counter("REQ_DONE")),
+    M.Metric("requests_pending_at_end", "-", M.SUM, "requests still out when the run ended",
+             made_by="Result.from_world"),
+    M.Metric("trace_passes", "-", M.SUM, "completed passes over a trace (all sources)",
+             made_by="_persistence_summary",
+             line=M.Line(510, "trace passes / mean time", lambda s: (
+                 f"{s['trace_passes']:,} / " + M.fmt_s(s["trace_pass_mean_s"])),
+                 when=lambda s: bool(s.get("trace_passes")))),
+    M.Metric("trace_pass_mean_s", "s", M.MEAN, "a trace pass's mean duration (None without "
+             "one)", made_by="_persistence_summary"),
+    M.Column(40, "offered_per_sec", "1/s", "requests issued per second", M.rate("WI_ISSUED")),
+    M.Column(50, "rejected_per_sec", "1/s", "requests rejected by the pools per second",
+             M.rate("WI_REJECTED")),
+    M.Column(60, "failed_per_sec", "1/s", "requests lost with a connection Redis closed, "
+             "per second", M.rate("WI_FAILED")),
+    M.Column(70, "timeouts_per_sec", "1/s", "requests whose client timeout passed, per second",
+             M.rate("WI_TIMEOUT")),
+    M.Column(80, "refused_per_sec", "1/s", "connections refused at maxclients per second",
+             M.rate("WI_REFUSED")),
+    M.Column(90, "connected_clients", "-", "INFO connected_clients at the window's end",
+             M.gauge("WI_CONNECTED")),
+    M.Column(100, "connections_opened", "-", "connections opened in the window",
+             M.gauge("WI_OPENED")),
+    M.Column(110, "connections_closed", "-", "connections closed in the window",
+             M.gauge("WI_CLOSED")),
+    M.Column(130, "busy_connections", "-", "connections with a request out, time mean",
+             M.level("W_BUSY_CONNS")),
+    M.Column(140, "pool_waiters", "-", "requests waiting for a pool's connection, time mean",
+             M.level("W_WAITERS")),
+    M.Column(160, "in_system", "-", "requests issued and not answered, time mean",
+             M.level("W_IN_SYSTEM")),
+    M.Column(170, "requests_in_flight", "-", "requests out at the window's end",
+             M.gauge("WI_IN_FLIGHT")),
+)
+"""The summary keys and time-series columns this module's figures make
+(``observe/metrics.py``)."""
 
 # ---- pools -------------------------------------------------------------------
 
@@ -1183,10 +1254,11 @@ _KIND = {"closed": KIND_CLOSED, "open": KIND_OPEN, "trace": KIND_TRACE}
 
 def configure(b) -> None:
     """The client groups, their pools, connection slots and request slots, and
-    the tables they draw from (mix, open-loop profile, traces, zipf CDFs).
+    the tables they draw from (mix, open-loop profile, traces, zipf CDFs). A
+    trace group's parsed trace is ``b.traces``' (the driver parsed it).
 
-    Sizes for later steps: ``conns``, ``slots``, ``pools``, ``groups``,
-    ``max_pipeline`` and ``timed`` (sources that draw a think time each).
+    Sizes for later steps: ``conns``, ``slots``, ``groups``, ``max_pipeline``
+    and ``timed`` (sources that draw a think time each).
     """
     import numpy as np
 
@@ -1195,7 +1267,6 @@ def configure(b) -> None:
     from redsim.model.blueprint import f64, i64
     from redsim.model.call import zipf_cdf
     from redsim.model.commands import _TABLE, COMMAND_IDS, DEFAULT_COUNT
-    from redsim.traces import load_group_trace
 
     groups = b.scenario.clients
     G = len(groups)
@@ -1214,7 +1285,7 @@ def configure(b) -> None:
     tr_parts = []
     tr_parts_keys = []
     tr_len = 0
-    coll_lo = collection.first_key_rows(b.scenario)  # a command file's collections
+    coll_lo = collection.first_key_rows(b.scenario, b.traces)  # a command file's collections
     max_pipeline = 1
     for gi, grp in enumerate(groups):
         kind = _KIND[grp.kind]
@@ -1290,7 +1361,7 @@ def configure(b) -> None:
         g_fields["prof_end"].append(len(prof_t))
         g_fields["trace_start"].append(tr_len)
         if kind == KIND_TRACE:
-            tr = load_group_trace(grp)
+            tr = b.trace(gi)
             tr_parts.append(tr)
             tr_parts_keys.append((tr, grp.keyspace.keys, coll_lo[gi]))
             tr_len += len(tr.cmd)
@@ -1424,8 +1495,9 @@ def configure(b) -> None:
     b.I[MAXCLIENTS] = b.scenario.server.maxclients
     b.I[N_POOLS] = P
     b.I[N_GROUPS] = G
-    b.size.update(conns=C, slots=R, pools=P, groups=G, max_pipeline=max_pipeline,
-                  timed=sum(int(gp["n_slots"][g]) for g in range(G)
-                            if gp["kind"][g] != KIND_OPEN and not gp["recorded"][g]
-                            and not gp["memoryless"][g]))
+    b.size.conns, b.size.slots, b.size.groups = C, R, G
+    b.size.max_pipeline = max_pipeline
+    b.size.timed = sum(int(gp["n_slots"][g]) for g in range(G)
+                       if gp["kind"][g] != KIND_OPEN and not gp["recorded"][g]
+                       and not gp["memoryless"][g])
     b.info["groups"] = [g.name for g in groups]

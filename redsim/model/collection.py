@@ -44,7 +44,7 @@ Simplifications, each stated:
 - every element has the group's member size (and a hash field the mean of
   its value size); a sorted set's scores are integers (``encoding.LP_SCORE``);
   ZSCORE replies with a 10-digit score.
-- the value's memory is one stand-in extent (``bigkeys.value_extent``): a
+- the value's memory is one stand-in extent (``objects.value_extent``): a
   change moves it only when its size class (its pages, above 32 KB) changes,
   as ``je_rallocx`` stays in place within a class; ``used_memory`` follows the
   exact bytes at every change.
@@ -54,11 +54,16 @@ Simplifications, each stated:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 import numpy as np
 
+from redsim.model import state as S
 from redsim.model.arena import hi_handle, lo_handle, pair
-from redsim.model.bigkeys import COLLECTION, extent_class, value_extent
+from redsim.model.blueprint import US
 from redsim.model.commands import (
+    _TABLE,
     COLL_ADD,
     COLL_ALL,
     COLL_CARD,
@@ -67,7 +72,16 @@ from redsim.model.commands import (
     COLL_REMOVE,
 )
 from redsim.model.cow import cow_touch
-from redsim.model.db import NO_TTL, access_field, db_add, db_delete, key_cost, key_live, lookup_key
+from redsim.model.db import (
+    NO_TTL,
+    access_field,
+    db_add,
+    db_delete,
+    first_rows,
+    key_cost,
+    key_live,
+    lookup_key,
+)
 from redsim.model.encoding import (
     HASH,
     INTSET,
@@ -75,12 +89,18 @@ from redsim.model.encoding import (
     LISTPACK,
     LP_SCORE,
     SET,
+    TYPES,
+    Limits,
+    footprint,
+    rdb_bytes,
     rdb_of,
     shape_of,
+    skiplist_node_bytes,
 )
 from redsim.model.jit import leaf, step
-from redsim.model.objects import ROBJ
+from redsim.model.objects import COLLECTION, ROBJ, extent_class, value_extent
 from redsim.model.protocol import bulk, header, integer_reply
+from redsim.model.rng import preload_generator, variates
 from redsim.model.state import (
     BIG_LO,
     C_FREE_ALLOC,
@@ -93,6 +113,7 @@ from redsim.model.state import (
     Q16,
     SKL_NODE,
 )
+from redsim.model.trace import Trace
 from redsim.model.zmalloc import zfree
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -270,11 +291,16 @@ def collection_command(w, c, g, key, op, k, n):
 # ---- configuration (Python, once per run) ---------------------------------------------
 
 
-def element_counts(grp):
-    """The keyspace's element-count distribution (10 by default)."""
-    from redsim.config.schema import CountDist
+ELEMENTS = 10
+"""A collection key's elements when its keyspace sets no ``elements``."""
 
-    return grp.keyspace.elements or CountDist.model_validate(10)
+
+def element_counts(rng, grp, n: int) -> np.ndarray:
+    """Each of ``n`` keys' element count, drawn from the keyspace's ``elements``
+    (at least 1), or ``ELEMENTS`` each."""
+    if grp.keyspace.elements is None:
+        return np.full(n, ELEMENTS, np.int64)
+    return np.maximum(np.rint(variates(rng, grp.keyspace.elements, n)), 1).astype(np.int64)
 
 
 def member_size(grp) -> int:
@@ -286,55 +312,65 @@ def hash_value_size(grp) -> int:
     return int(round(float(grp.value_size.mean)))
 
 
-def trace_collections(grp) -> tuple:
+def trace_collections(grp, trace: Trace | None) -> tuple:
     """The collections a trace group's command file names
-    (``trace.TraceCollection``; none for other groups and formats)."""
+    (``trace.TraceCollection``; none for other groups and formats), from its
+    parsed ``trace`` (``Blueprint.traces``: the driver parses it)."""
     if grp.kind != "trace" or grp.trace_format != "commands" or grp.trace is None:
         return ()
-    from redsim.traces import load_group_trace
+    if trace is None:
+        raise ValueError(f"client group {grp.name!r} replays a command trace, but no "
+                         "parsed trace was given for it (redsim.traces.group_traces)")
+    return trace.collections
 
-    return load_group_trace(grp).collections
 
-
-def group_keys(grp) -> int:
+def group_keys(grp, trace: Trace | None) -> int:
     """Collection keys of a group: its keyspace's when it holds collections,
     or those its trace names."""
     if grp.keyspace.type != "string":
         return grp.keyspace.keys
-    return len(trace_collections(grp))
+    return len(trace_collections(grp, trace))
 
 
-def layout(scenario, first_row: int) -> list[int]:
+def layout(scenario, traces: Sequence[Trace | None], first_row: int) -> list[int]:
     """Each group's first key row: 0 for strings; the collection keys' rows
     (a collection keyspace's, a trace's) follow one another from
     ``first_row`` (the first after the big keys)."""
     out, row = [], first_row
-    for grp in scenario.clients:
-        n = group_keys(grp)
+    for grp, trace in zip(scenario.clients, traces, strict=True):
+        n = group_keys(grp, trace)
         out.append(row if n else 0)
         row += n
     return out
 
 
-def first_key_rows(scenario) -> list[int]:
+def first_key_rows(scenario, traces: Sequence[Trace | None]) -> list[int]:
     """Each group's first collection key row: ``layout`` from the row after
-    the big keys' (``db.first_rows``: the string groups', DEBUG POPULATE's)."""
-    from redsim.model.db import first_rows
+    the big keys' (``db.first_rows``: the string groups', DEBUG POPULATE's);
+    ``traces``: each group's parsed trace or None (``Blueprint.traces``)."""
+    return layout(scenario, traces, sum(first_rows(scenario)) + len(scenario.big_keys))
 
-    return layout(scenario, sum(first_rows(scenario)) + len(scenario.big_keys))
+
+@dataclass
+class CollectionRows:
+    """Where a collection keyspace's keys live: the key row of its key id 0,
+    the collection id of that key, and each key's value bytes at its
+    preloaded element count (``preload.plan`` places them)."""
+
+    row_lo: int
+    cid_lo: int
+    value_bytes: np.ndarray
 
 
-def collection_rows(scenario, lo: list[int], values: np.ndarray) -> list:
-    """Per group, where its collection keyspace's keys are
-    (``preload.CollectionRows``; None for strings, and for a trace's
-    collections, which start absent): its first row from ``layout``, its first
-    collection id (after the big keys') and its keys' value bytes
-    (``values``, ``group_table``'s, group after group)."""
-    from redsim.model.preload import CollectionRows
-
+def collection_rows(scenario, traces: Sequence[Trace | None], lo: list[int],
+                    values: np.ndarray) -> list[CollectionRows | None]:
+    """Per group, where its collection keyspace's keys are (``CollectionRows``;
+    None for strings, and for a trace's collections, which start absent): its
+    first row from ``layout``, its first collection id (after the big keys')
+    and its keys' value bytes (``values``, ``group_table``'s, group after group)."""
     out, done = [], 0
-    for grp, row_lo in zip(scenario.clients, lo, strict=True):
-        n = group_keys(grp)
+    for grp, trace, row_lo in zip(scenario.clients, traces, lo, strict=True):
+        n = group_keys(grp, trace)
         out.append(None if grp.keyspace.type == "string" else CollectionRows(
             row_lo=row_lo, cid_lo=len(scenario.big_keys) + done,
             value_bytes=values[done:done + n]))
@@ -342,18 +378,15 @@ def collection_rows(scenario, lo: list[int], values: np.ndarray) -> list:
     return out
 
 
-def collection_keys(scenario) -> int:
-    return sum(group_keys(g) for g in scenario.clients)
+def collection_keys(scenario, traces: Sequence[Trace | None]) -> int:
+    return sum(group_keys(g, t) for g, t in zip(scenario.clients, traces, strict=True))
 
 
-def group_table(scenario, seed: int) -> dict[str, np.ndarray]:
+def group_table(scenario, traces: Sequence[Trace | None], seed: int) -> dict[str, np.ndarray]:
     """The collections' table rows of the collection keyspaces, group by group,
     key id by key id: each key's element count drawn (its own random stream,
-    apart from the preload's and the kernel's) and the shape it has at that
-    count (``encoding.footprint`` per distinct count)."""
-    from redsim.model.encoding import TYPES, Limits, footprint, rdb_bytes
-    from redsim.model.preload import _draw, _generator
-
+    the preload's part 2, apart from the preload's keys and the kernel's) and
+    the shape it has at that count (``encoding.footprint`` per distinct count)."""
     limits = Limits.of(scenario)
     q16 = scenario.engine.allocator_quantum == 16
     cols: dict[str, list[np.ndarray]] = {f: [] for f in (
@@ -361,7 +394,8 @@ def group_table(scenario, seed: int) -> dict[str, np.ndarray]:
         "integers", "target")}
     def rows(kind, counts, member, value, integers):
         uniq, inv = np.unique(counts, return_inverse=True)
-        fps = [footprint(kind, int(e), member, value, integers, limits, q16) for e in uniq]
+        fps = [footprint(kind, int(e), member, value, integers, limits=limits, q16=q16)
+               for e in uniq]
         per = {
             "enc": [fp.encoding for fp in fps], "bytes": [fp.bytes for fp in fps],
             "allocs": [fp.allocs for fp in fps], "effort": [fp.effort for fp in fps],
@@ -375,16 +409,16 @@ def group_table(scenario, seed: int) -> dict[str, np.ndarray]:
                      ("integers", int(integers))):
             cols[f].append(np.full(len(counts), v, np.int64))
 
-    rng = _generator(seed, 2)
-    for grp in scenario.clients:
+    rng = preload_generator(seed, 2)
+    for grp, trace in zip(scenario.clients, traces, strict=True):
         if grp.keyspace.type != "string":
             n = grp.keyspace.keys
             kind = TYPES[grp.keyspace.type]
-            counts = np.maximum(np.rint(_draw(rng, element_counts(grp), n)), 1).astype(np.int64)
+            counts = element_counts(rng, grp, n)
             rows(kind, counts, member_size(grp), hash_value_size(grp) if kind == HASH else 0,
                  grp.keyspace.integers)
         # A trace's: absent at the start; their size is the one their adds reach.
-        for tc in trace_collections(grp):
+        for tc in trace_collections(grp, trace):
             rows(TYPES[tc.type], np.array([tc.members], np.int64), tc.member_size,
                  tc.value_size, tc.integers)
     return {f: (np.concatenate(v) if v else np.zeros(0, np.int64)) for f, v in cols.items()}
@@ -395,24 +429,22 @@ def configure(b) -> None:
     first key row, and the collection keyspaces' table rows
     (``b.extra["group_collections"]``, which ``bigkeys.configure`` appends to
     the big keys') and where their keys are (``b.extra["collection_rows"]``,
-    which ``db.configure`` preloads). Needs ``call.configure``."""
-    from redsim.model import state as S
-    from redsim.model.blueprint import US
-    from redsim.model.commands import _TABLE
-    from redsim.model.encoding import TYPES, Limits, skiplist_node_bytes
-
-    sc = b.scenario
+    which ``preload.configure`` plans); gives ``collection_keys``. Needs
+    ``call.configure``; a trace group's collections come from its parsed trace
+    (``b.traces``)."""
+    sc, traces = b.scenario, b.traces
     limits = Limits.of(sc)
     q16 = sc.engine.allocator_quantum == 16
     b.I[S.COLL_V72] = int(limits.v72)
     b.F[S.SKL_NODE] = skiplist_node_bytes(q16)
     b.F[S.C_LP_ENTRY] = sc.engine.cpu.listpack_entry * US * sc.engine.cpu.scale
-    lo = first_key_rows(sc)
+    lo = first_key_rows(sc, traces)
     b.fill("tb", coll_lim=limits.row(), cmd_coll=np.array([c.coll for c in _TABLE], np.int64))
-    kinds = [TYPES[t[0].type] if (t := trace_collections(g)) else TYPES.get(g.keyspace.type, -1)
-             for g in sc.clients]
+    kinds = [TYPES[t[0].type] if (t := trace_collections(g, tr))
+             else TYPES.get(g.keyspace.type, -1) for g, tr in zip(sc.clients, traces, strict=True)]
     b.fill("gp", coll_kind=np.array(kinds, np.int64),
            key_lo=np.array(lo, np.int64))
-    table = group_table(sc, b.seed)
+    table = group_table(sc, traces, b.seed)
     b.extra["group_collections"] = table
-    b.extra["collection_rows"] = collection_rows(sc, lo, table["bytes"])
+    b.extra["collection_rows"] = collection_rows(sc, traces, lo, table["bytes"])
+    b.size.collection_keys = collection_keys(sc, traces)

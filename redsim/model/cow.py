@@ -38,6 +38,7 @@ from redsim.model.state import (
     PAGE_SHIFT,
     W_CPU_COW,
 )
+from redsim.observe import metrics as M
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
 # says what each entry holds: where, name, dtype, unit, kind, doc).
@@ -59,6 +60,19 @@ FIELDS = (
     ("pg", "cow", "i8", "-", "state",
      "copy-on-write bitmap: bit p of word p >> 5 set once page p was copied"),
 )
+
+
+RESULTS = (
+    M.Metric("cow_peak_bytes", "B", M.MAX, "copy-on-write bytes, largest sample",
+             value=M.peak("current_cow_size"),
+             line=M.Line(330, "copy-on-write peak", lambda s: f"{M.mb(s['cow_peak_bytes'])} MB",
+                         when=lambda s: bool(s.get("aof_enabled") or s.get("total_forks")))),
+    M.Metric("cow_bytes_last_child", "B", M.SUM, "bytes the last fork child copied",
+             made_by="_persistence_summary"),
+    M.Column(560, "current_cow_size", "B", "INFO current_cow_size", M.gauge("WI_COW_BYTES")),
+)
+"""The summary keys and time-series columns this module's figures make
+(``observe/metrics.py``)."""
 
 
 @leaf
@@ -102,3 +116,14 @@ def charge_cow(w):
     if F[COW_CPU] > 0.0:
         busy(w, W_CPU_COW, F[COW_CPU])
         F[COW_CPU] = 0.0
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def configure(b) -> None:
+    """The host's copy-on-write costs: ``host.cow-fault`` per page fault and
+    ``host.cow-copy-bandwidth`` for the copy."""
+    host = b.scenario.host
+    b.F[COW_FAULT] = host.cow_fault
+    b.F[COW_COPY_B] = 1.0 / host.cow_copy_bandwidth

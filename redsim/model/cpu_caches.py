@@ -462,10 +462,12 @@ def prefetched_share(t: Touch) -> float:
 
 
 def miss_deltas(scenario: Any, key_lo: Any = None, h: Hierarchy | None = None,
-                ref: float | None = None) -> tuple[list[float], float]:
+                ref: float | None = None, traces: Any = None) -> tuple[list[float], float]:
     """(each group's miss cost per key access over the calibrated dataset's,
     the same per dependent load of a sampled key), s, before ``engine.cpu.scale``.
-    ``key_lo``: the groups' first key rows (``collection.first_key_rows``). With
+    ``key_lo``: the groups' first key rows (``collection.first_key_rows``, from
+    ``traces``, each group's parsed trace or None: ``redsim.traces.group_traces``;
+    None: no group replays one). With
     Redis 8's prefetching (``prefetched``) a key access costs its share
     (``prefetched_share``) of its misses, those the calibrated costs hold
     included; eviction's and expiry's samples are not prefetched. ``h`` and
@@ -474,7 +476,8 @@ def miss_deltas(scenario: Any, key_lo: Any = None, h: Hierarchy | None = None,
     if key_lo is None:
         from redsim.model.collection import first_key_rows
 
-        key_lo = first_key_rows(scenario)
+        key_lo = first_key_rows(scenario, (None,) * len(scenario.clients) if traces is None
+                                else traces)
     h = hierarchy(scenario) if h is None else h
     touches = group_touches(scenario, np.asarray(key_lo))
     per, uniform = miss_cost(touches, h)

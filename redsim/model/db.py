@@ -41,7 +41,7 @@ from __future__ import annotations
 import numpy as np
 
 from redsim.model import lazyfree, lfu
-from redsim.model.bigkeys import collection_of, is_collection
+from redsim.model import state as S
 from redsim.model.cow import cow_touch
 from redsim.model.encoding import DICT_HT_INITIAL_SIZE, next_power
 from redsim.model.jit import entry, hot_leaf, leaf, step
@@ -52,13 +52,16 @@ from redsim.model.objects import (
     alloc_key,
     alloc_ttl,
     alloc_value,
+    collection_of,
     free_key_entry,
     free_key_sds,
     free_ttl,
     free_value,
+    is_collection,
     string_key_bytes,
 )
 from redsim.model.propagate import propagate_del
+from redsim.model.rng import server_seeds
 from redsim.model.state import (
     C_LF_JOB,
     CHILD,
@@ -97,6 +100,7 @@ from redsim.model.state import (
 )
 from redsim.model.world import as_world
 from redsim.model.zmalloc import zfree, zmalloc
+from redsim.observe import metrics as M
 from redsim.observe.bins import count
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -128,6 +132,8 @@ FIELDS = (
     ("I", "POP_LO", "i8", "-", "config",
      "the key row of key:0, DEBUG POPULATE's first key (model/admin.py)"),
     ("I", "POP_ROWS", "i8", "-", "config", "key rows for populated keys (the largest count)"),
+    ("I", "BIG_LO", "i8", "-", "config",
+     "the key row of big-keys[0] (model/bigkeys.py; the others follow)"),
     ("I", "KS_FREE_LOW", "i8", "-", "config",
      "low-water mark of free write-once rows: below it the kernel asks for more (KS_LOW)"),
     ("I", "KS_LOW", "i8", "-", "state",
@@ -158,6 +164,23 @@ FIELDS = (
     ("ks", "free", "i8[]", "-", "state",
      "a stack of the free rows of write-once keys (KS_FREE_N of them)"),
 )
+
+
+RESULTS = (
+    M.Metric("keys_end", "-", M.SUM, "keys in the dataset at the end", value=M.end("keys"),
+             line=M.Line(160, "keys at end", lambda s: f"{s['keys_end']:,}")),
+    M.Metric("keyspace_hits", "-", M.SUM, "INFO keyspace_hits", value=M.counter("STAT_HITS"),
+             line=M.Line(170, "keyspace hits / misses",
+                         lambda s: f"{s['keyspace_hits']:,} / {s['keyspace_misses']:,}")),
+    M.Metric("keyspace_misses", "-", M.SUM, "INFO keyspace_misses",
+             value=M.counter("STAT_MISSES")),
+    M.Column(360, "keys", "-", "keys at the window's end", M.gauge("WI_KEYS")),
+    M.Column(370, "expires", "-", "keys with a TTL at the window's end", M.gauge("WI_EXPIRES")),
+    M.Column(380, "keyspace_hits", "-", "INFO keyspace_hits", M.total("WI_HITS")),
+    M.Column(390, "keyspace_misses", "-", "INFO keyspace_misses", M.total("WI_MISSES")),
+)
+"""The summary keys and time-series columns this module's figures make
+(``observe/metrics.py``)."""
 
 HASHTABLE_MAX_LOAD_FACTOR = 1.618  # expand even past maxmemory above this (src/server.h)
 HASHTABLE_MIN_FILL = 10  # % below which serverCron shrinks a dict (src/server.h)
@@ -487,27 +510,19 @@ def grown_free_stack(free: np.ndarray, old: np.ndarray, free_n: int, n: int,
 
 
 def configure(b) -> None:
-    """The keyspace's rows (every group's key ids, then rows for write-once keys),
-    its dicts' entry lists, its generator and LRU clock, and the preload plan
-    (``preload.plan``; applied by ``start``). Needs ``conns`` and
-    ``max_pipeline``; gives ``key_rows``, ``key_rows_created`` and ``hot_keys``."""
-    from redsim.model import admin, bigkeys, collection, preload
-    from redsim.model import state as S
-    from redsim.model.rng import server_seeds
-    from redsim.model.sizing import SPARE_ONCE
-
+    """The keyspace's rows (every string group's key ids, DEBUG POPULATE's keys,
+    the big keys, the collection keys, then rows for write-once keys), its
+    dicts' entry lists, its generator and LRU clock. Needs the sizes
+    ``collection_keys`` (``collection.configure``), ``once_rows``, ``once_low``
+    and ``once_created`` (``preload.configure``, which plans the keys
+    ``preload.start`` places); gives ``once_lo`` and ``key_rows_created``."""
     sc = b.scenario
     n_hot, n_pop = first_rows(sc)  # the string groups' key ids, then DEBUG POPULATE's keys
     n_big = len(sc.big_keys)  # then the big keys (model/bigkeys.py)
-    n_coll = collection.collection_keys(sc)  # then the collection keyspaces' (collection.py)
+    n_coll = b.size.collection_keys  # then the collection keyspaces' (collection.py)
     big_lo = n_hot + n_pop
-    image = b.extra.get("keyspace_image")  # a shared start (keyspace_image.py)
-    plans = image.sizes["plans"] if image is not None else preload.plan(
-        sc, b.seed, b.extra["collection_rows"])
-    once_pre, once_spare, once_low = preload.write_once_rows(plans, sc, b.size["conns"],
-                                                             b.size["max_pipeline"])
     once_lo = big_lo + n_big + n_coll
-    n_keys = once_lo + once_pre + once_spare
+    n_keys = once_lo + b.size.once_rows
     # Every row starts absent; flatten fills the key table from these broadcasts.
     b.fill("ks", **{f: np.broadcast_to(np.asarray(v), (n_keys,))
                     for f, v in S.KEY_ROW_ABSENT.items()},
@@ -518,76 +533,21 @@ def configure(b) -> None:
     b.I[S.POP_ROWS] = n_pop
     b.I[S.BIG_LO] = big_lo
     b.I[S.KS_ONCE_LO] = once_lo
-    b.I[S.KS_FREE_LOW] = once_low
+    b.I[S.KS_FREE_LOW] = b.size.once_low
     b.I[S.KS_RNG1], b.I[S.KS_RNG2] = server_seeds(b.seed)
     b.I[S.LRU_CLOCK] = LRU_CLOCK_START
     b.I[S.KEY_LEN] = sc.clients[0].key_size
-    b.extra["preload"] = plans
-    sizes, counts = image.sizes["slab_demand"] if image is not None else _slab_demand(
-        plans, b.extra["collection_rows"])
-    b.extra["preload_sizes"] = {"plans": plans, "slab_demand": (sizes, counts)}
-    pop_sizes, pop_counts = admin.populate_demand(sc)
-    big_sizes, big_counts = bigkeys.slab_demand(b)
-    b.extra["slab_demand"] = (np.concatenate([sizes, pop_sizes, big_sizes]),
-                              np.concatenate([counts, pop_counts, big_counts]))
     # Fork's page bitmap spans 4 KB a row without maxmemory: the rows of every
     # key the run creates, as if none were evicted or expired.
-    rate = sum(p.once_rate for p in plans if p is not None)
-    once_all = max(once_spare, int(SPARE_ONCE * rate * float(sc.duration)) + 1024)
-    b.size.update(key_rows=n_keys, hot_keys=n_hot, once_lo=once_lo,
-                  key_rows_created=once_lo + once_pre + (once_all if once_spare else 0))
+    b.size.once_lo = once_lo
+    b.size.key_rows_created = once_lo + b.size.once_created
 
 
 def first_rows(scenario) -> tuple[int, int]:
     """Rows of the string groups' key ids (shared: key id i is row i in every
-    string group), and of DEBUG POPULATE's keys, which follow them."""
-    from redsim.model import admin
-
+    string group), and of DEBUG POPULATE's keys, which follow them: as many as
+    the largest count of the scenario's populate events (``admin.py``)."""
     n_hot = max((g.keyspace.keys for g in scenario.clients if g.keyspace.type == "string"),
                 default=0)
-    return n_hot, admin.populate_rows(scenario)
-
-
-def _slab_demand(plans, collections) -> tuple[np.ndarray, np.ndarray]:
-    """The preloaded string keys' allocations (``objects.key_requests``), for
-    sizing the arena's slab arrays; a collection keyspace's (``collections``
-    names them) are in ``bigkeys.slab_demand``."""
-    from redsim.model.objects import key_requests
-
-    sizes, counts = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-    for p, coll in zip(plans, collections, strict=True):
-        if p is None or coll is not None:
-            continue
-        for vlens, expires in ((p.vlens, p.expires), (p.once_vlens, p.once_expires)):
-            s, c = key_requests(p.key_len, vlens, int(np.isfinite(expires).sum()))
-            sizes.append(s)
-            counts.append(c)
-    return np.concatenate(sizes), np.concatenate(counts)
-
-
-def start(w, b) -> None:
-    """Place the preloaded keys (``preload.apply``) in the laid-out world, or
-    copy them from a shared start's image (``keyspace_image``); with an image
-    store (``b.extra["keyspace_images"]``), keep an image of them."""
-    from redsim.model import keyspace_image, preload
-
-    plans = b.extra.pop("preload")
-    image = b.extra.get("keyspace_image")
-    images = b.extra.get("keyspace_images")
-    if image is not None:
-        if keyspace_image.fits(image, w):
-            keyspace_image.restore(image, w)
-            images.hits += 1
-            return
-        # Not the state the image was taken from: build afresh (the same plan,
-        # drawn again), and keep the image for the runs it fits.
-        plans = preload.plan(b.scenario, b.seed, b.extra["collection_rows"])
-        images.misses += 1
-        preload.apply(w, plans, b.scenario, b.seed, b.size["once_lo"])
-        return
-    if images is not None:
-        images.misses += 1
-    snap = keyspace_image.Snapshot(w) if images is not None else None
-    preload.apply(w, plans, b.scenario, b.seed, b.size["once_lo"])
-    if snap is not None:
-        images.put(snap.image(w, b.extra["keyspace_key"], b.extra.pop("preload_sizes")))
+    n_pop = max((int(ev.keys) for ev in scenario.events if ev.do == "populate"), default=0)
+    return n_hot, n_pop

@@ -87,6 +87,7 @@ from redsim.model.state import (
     T,
 )
 from redsim.model.tcache import alloc_event, dalloc_event
+from redsim.observe import metrics as M
 from redsim.observe.bins import count
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -125,6 +126,30 @@ FIELDS = (
     ("wi", "WI_DF_RUNNING", "i8", "%", "gauge",
      "active_defrag_running at the window's end: the pass's effort, %"),
 )
+
+
+RESULTS = (
+    M.Metric("active_defrag_hits", "-", M.SUM, "INFO active_defrag_hits",
+             value=M.counter("STAT_DF_HITS"),
+             line=M.Line(430, "defrag: keys scanned / moved allocations", lambda s: (
+                 f"{s['active_defrag_scanned']:,} / {s['active_defrag_hits']:,}"),
+                 when=lambda s: bool(s.get("active_defrag_scanned")))),
+    M.Metric("active_defrag_misses", "-", M.SUM, "INFO active_defrag_misses",
+             value=M.counter("STAT_DF_MISSES")),
+    M.Metric("active_defrag_key_hits", "-", M.SUM, "INFO active_defrag_key_hits",
+             value=M.counter("STAT_DF_KEY_HITS")),
+    M.Metric("active_defrag_key_misses", "-", M.SUM, "INFO active_defrag_key_misses",
+             value=M.counter("STAT_DF_KEY_MISSES")),
+    M.Metric("active_defrag_scanned", "-", M.SUM, "INFO active_defrag_scanned",
+             value=M.counter("STAT_DF_SCANNED"),
+             line=M.Line(420, "  active defrag", lambda s: f"{s['cpu_defrag_share']:.1%}",
+                         when=lambda s: bool(s.get("active_defrag_scanned")))),
+    M.Column(280, "active_defrag_running", "%", "the defrag pass's effort",
+             M.gauge("WI_DF_RUNNING")),
+    M.Column(290, "active_defrag_hits", "-", "INFO active_defrag_hits", M.total("WI_DF_HITS")),
+)
+"""The summary keys and time-series columns this module's figures make
+(``observe/metrics.py``)."""
 
 DBNUM = 16
 """``databases``' default: a pass visits db 1..15 too, one cron call each."""
@@ -300,26 +325,11 @@ def active_defrag_cycle(w):
 
 # ---- configuration (Python, once per run) ---------------------------------------------
 
-SETTABLE = {
-    "activedefrag": DF_ENABLED, "active-defrag-ignore-bytes": DF_IGNORE_BYTES,
-    "active-defrag-threshold-lower": DF_LOWER, "active-defrag-threshold-upper": DF_UPPER,
-    "active-defrag-cycle-min": DF_MIN, "active-defrag-cycle-max": DF_MAX,
-}
-"""The directives a ``config-set`` event may change, and their scalar."""
-
-
-def config_set(world, config: dict) -> None:
-    """``CONFIG SET`` of a config-set event's directives (validated by the schema:
-    each is in ``SETTABLE``), parsed as under ``server:``."""
-    from redsim.config.schema import Server
-
-    server = Server.model_validate(config)
-    for name in server.model_fields_set:
-        world.I[SETTABLE[name.replace("_", "-")]] = int(getattr(server, name))
-
-
 def configure(b) -> None:
-    """``activedefrag`` and its thresholds, and active defrag's CPU costs."""
+    """``activedefrag`` and its thresholds, and active defrag's CPU costs. A
+    ``config-set`` event may rewrite these directives' scalars during the run:
+    each field's ``Directive(runtime=...)`` in ``config/schema/server.py`` names its
+    scalar, and ``model/admin.py`` writes it."""
     from redsim.model import state as S
     from redsim.model.blueprint import US
 
@@ -327,6 +337,10 @@ def configure(b) -> None:
     cpu = b.scenario.engine.cpu
     b.F[S.C_DF_KEY] = cpu.defrag_key * US * cpu.scale
     b.F[S.C_DF_MOVE] = cpu.defrag_move * US * cpu.scale
-    for directive, index in SETTABLE.items():
-        b.I[index] = int(getattr(sv, directive.replace("-", "_")))
+    b.I[DF_ENABLED] = int(sv.activedefrag)
+    b.I[DF_IGNORE_BYTES] = sv.active_defrag_ignore_bytes
+    b.I[DF_LOWER] = sv.active_defrag_threshold_lower
+    b.I[DF_UPPER] = sv.active_defrag_threshold_upper
+    b.I[DF_MIN] = sv.active_defrag_cycle_min
+    b.I[DF_MAX] = sv.active_defrag_cycle_max
     b.I[S.DF_DB] = -1

@@ -109,17 +109,19 @@ SIZE_SAFETY_LIMIT = 8192  # a node with a positive fill still stops at 8 KB
 @dataclass(frozen=True)
 class Limits:
     """The conversion thresholds of ``redis.conf`` (``*-max-listpack-*``,
-    ``set-max-intset-entries``, ``list-max-listpack-size``) and the version."""
+    ``set-max-intset-entries``, ``list-max-listpack-size``) and the version.
+    Redis's defaults are the ``Server`` fields' (``config/schema/server.py``):
+    ``Limits.of(Scenario())``."""
 
-    version: str = "7.2"
-    hash_entries: int = 512
-    hash_value: int = 64
-    set_intset_entries: int = 512
-    set_entries: int = 128
-    set_value: int = 64
-    zset_entries: int = 128
-    zset_value: int = 64
-    list_size: int = -2
+    version: str
+    hash_entries: int
+    hash_value: int
+    set_intset_entries: int
+    set_entries: int
+    set_value: int
+    zset_entries: int
+    zset_value: int
+    list_size: int
 
     @classmethod
     def of(cls, scenario) -> Limits:
@@ -288,11 +290,12 @@ def shape_of(kind, n, member, value, integers, big, v72, lim, q16, score_entry, 
     return QUICKLIST, total, 2 * nodes + 2, nodes, nodes
 
 
-def footprint(kind: int, n: int, member: int, value: int = 0, integers: bool = False,
-              limits: Limits = Limits(), q16: bool = False,
+def footprint(kind: int, n: int, member: int, value: int = 0, integers: bool = False, *,
+              limits: Limits, q16: bool = False,
               score_entry: float = LP_SCORE) -> Footprint:
     """The encoding, bytes, allocations and free effort of a collection of ``n``
-    elements built one element at a time (``kind``: HASH, SET, ZSET or LIST).
+    elements built one element at a time (``kind``: HASH, SET, ZSET or LIST)
+    under ``limits`` (the server's: ``Limits.of(scenario)``).
     ``score_entry``: a sorted set's mean listpack bytes per score (10 for
     integer-valued scores past 2^31; ``"1.5"`` takes 5)."""
     if kind not in (HASH, SET, ZSET, LIST):

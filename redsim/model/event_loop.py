@@ -218,6 +218,7 @@ from redsim.model.state import (
 )
 from redsim.model.world import as_world, prefetch
 from redsim.observe import groups
+from redsim.observe import metrics as M
 from redsim.observe.bins import add_interval, count
 
 MAX_ACCEPTS_PER_CALL = 1000
@@ -312,6 +313,46 @@ FIELDS = (
     ("wi", "WI_CYCLES", "i8", "-", "count", "event-loop iterations completed in the window"),
     ("wi", "WI_OOM", "i8", "-", "count", "commands refused with -OOM in the window"),
 )
+
+
+RESULTS = (
+    M.Metric("ops_per_sec", "1/s", M.SUM, "commands processed per second after the warm-up "
+             "(INFO instantaneous_ops_per_sec's mean)", value=M.per_sec("WI_COMMANDS"),
+             line=M.Line(70, "commands/s", lambda s: f"{s['ops_per_sec']:,.0f}")),
+    M.Metric("mean_queue_length", "-", M.SUM, "requests at Redis (read, queued or being "
+             "served), time mean after the warm-up", value=M.time_mean("W_IN_SERVER"),
+             line=M.Line(240, "queue at Redis (mean)",
+                         lambda s: f"{s['mean_queue_length']:,.2f}")),
+    M.Metric("eventloop_cycles_per_sec", "1/s", M.SUM, "event-loop iterations per second "
+             "after the warm-up", value=M.per_sec("WI_CYCLES"),
+             line=M.Line(250, "event-loop cycles/s",
+                         lambda s: f"{s['eventloop_cycles_per_sec']:,.0f}")),
+    M.Metric("commands_per_cycle", "-", M.ratio("ops_per_sec", "eventloop_cycles_per_sec"),
+             "commands per event-loop iteration (0 without iterations)",
+             value=lambda r: (r.summary["ops_per_sec"] / r.summary["eventloop_cycles_per_sec"]
+                              if r.summary["eventloop_cycles_per_sec"] else 0.0),
+             line=M.Line(260, "commands per cycle",
+                         lambda s: f"{s['commands_per_cycle']:.2f}")),
+    M.Metric("total_commands_processed", "-", M.SUM, "INFO total_commands_processed at the end",
+             value=M.counter("STAT_COMMANDS")),
+    M.Metric("oom_rejected", "-", M.SUM, "commands refused with -OOM",
+             value=M.counter("STAT_OOM"),
+             line=M.Line(190, "commands refused with -OOM / -BUSY",
+                         lambda s: f"{s['oom_rejected']:,} / {s.get('busy_rejected', 0):,}")),
+    M.Column(10, "instantaneous_ops_per_sec", "1/s", "commands processed per second",
+             M.rate("WI_COMMANDS")),
+    M.Column(20, "total_commands_processed", "-", "INFO total_commands_processed",
+             M.total("WI_COMMANDS")),
+    M.Column(150, "queue_length", "-", "requests at Redis, time mean", M.level("W_IN_SERVER")),
+    M.Column(200, "eventloop_cycles", "-", "event-loop iterations in the window",
+             M.gauge("WI_CYCLES")),
+    M.Column(270, "hz", "1/s", "serverCron's rate (dynamic-hz)",
+             lambda r: M.row(r, "W_HZ").astype(np.int64)),
+    M.Column(460, "oom_rejected_per_sec", "1/s", "commands refused with -OOM per second",
+             M.rate("WI_OOM")),
+)
+"""The summary keys and time-series columns this module's figures make
+(``observe/metrics.py``)."""
 
 NET_MAX_WRITES_PER_EVENT = 65536  # bytes per client per write pass (src/networking.c)
 OOM_REPLY_BYTES = len("-OOM command not allowed when used memory > 'maxmemory'.\r\n")
@@ -782,6 +823,159 @@ def time_events(w):
     count(w, WI_CYCLES, F[T], 1)
 
 
+# ---- one iteration's parts -----------------------------------------------------------
+
+POLL_READY = 0  # the poll returned: file events follow
+POLL_REFILL = 1  # left asleep for a refill; re-entering resumes the sleep
+POLL_STOP = 2  # asleep until t_stop, which came first
+
+
+@step
+def before_sleep(w, t_iter, while_blocked):
+    """``beforeSleep`` (src/server.c), at the iteration that started at
+    ``t_iter`` s: the gauges' snapshot, the iteration's fixed cost
+    (``engine.cpu.iteration``), the fast expire cycle, the AOF flush (group
+    commit: before any reply of this iteration leaves), the reply writes
+    (``handleClientsWithPendingWrites``), the replicas' part and client
+    eviction. ``while_blocked``: the reduced beforeSleep that
+    ``processEventsWhileBlocked`` runs under a timed-out script (the AOF flush
+    and the writes only, as ``beforeSleep``'s ``ProcessingEventsWhileBlocked``
+    branch)."""
+    F = w.F
+    I = w.I
+    snapshot_gauges(w, t_iter)  # main-thread state (memory) changes too
+    busy(w, W_CPU_ITERATION, F[C_ITER])
+    if not while_blocked:
+        spent = active_expire_cycle(w, np.bool_(True))  # the fast cycle
+        if spent > 0.0:
+            busy(w, W_CPU_EXPIRE, spent)
+            charge_cow(w)
+    if I[AOF_ON]:  # group commit: before any reply of this iteration leaves
+        flush_append_only_file(w, np.bool_(False))
+    handle_clients_with_pending_writes(w)
+    if I[REPL_N] > 0:  # the replicas are in clients_pending_write too
+        replication.before_sleep(w)
+    if not while_blocked and I[CE_LIMIT] > 0:
+        evict_clients(w)
+
+
+@leaf
+def poll_timeout(w, t_iter):
+    """The time ``epoll_wait`` may sleep to (``F[POLL_WAKE]``, s): the next
+    timer, as ``aeProcessEvents`` computes it (``usUntilEarliestTimer``), or
+    now when something is due at once."""
+    F = w.F
+    I = w.I
+    # The poll's timeout runs to the next timer. 7.x computes it after
+    # beforeSleep; 6.2 before it, so 6.2 sleeps beforeSleep's length too long.
+    F[POLL_WAKE] = F[CRON_WHEN]
+    if I[REDIS_62]:
+        F[POLL_WAKE] = F[T] + max(F[CRON_WHEN] - t_iter, 0.0)
+    if I[EV_TIMER]:  # evictionTimeProc is due every iteration: no sleep
+        F[POLL_WAKE] = F[T]
+    if I[PW_N] > 0:
+        # A reply past 64 KB is left: handleClientsWithPendingWrites
+        # installed its write handler, and the socket is writable (no
+        # send-buffer limit is modelled), so epoll_wait returns at once.
+        # The model writes the rest at the next beforeSleep rather than
+        # in that poll's file events (sendReplyToClient).
+        F[POLL_WAKE] = F[T]
+    if I[REPL_N] > 0 and F[REPL_NEXT] < F[POLL_WAKE]:
+        # A replica's PSYNC, a load's end or room in its socket wakes the poll.
+        F[POLL_WAKE] = max(F[REPL_NEXT], F[T])
+
+
+@step
+def poll(w, t_stop):
+    """``aeApiPoll`` (``epoll_wait``): with nothing ready, nothing to free and
+    the timeout not over, the thread sleeps until a client's event makes a
+    connection ready or the timeout ends (``F[POLL_WAKE]``), and pays
+    ``engine.cpu.wakeup`` when it wakes. Returns ``POLL_READY``,
+    ``POLL_REFILL`` (a random buffer ran low mid-sleep: ``SLEEP_RESUME`` and
+    ``WAKE_OWED`` make the re-entry take the same-instant events first, then
+    charge the wake-up, as without the exit) or ``POLL_STOP`` (asleep at
+    ``t_stop``)."""
+    F = w.F
+    I = w.I
+    resume = I[SLEEP_RESUME]
+    I[SLEEP_RESUME] = 0
+    if resume and I[READY_N] > 0:  # an event at the refill's instant woke it
+        resume = 0
+        I[WAKE_OWED] = 1
+    if resume or (I[READY_N] == 0 and I[PENDING_CLOSE] == 0
+                  and I[PENDING_REFUSED] == 0 and F[POLL_WAKE] > F[T]):
+        # Nothing to read and the poll's timeout not over: epoll_wait sleeps.
+        cron_first = F[POLL_WAKE] < t_stop
+        wake = F[POLL_WAKE] if cron_first else t_stop
+        woke = False
+        while True:
+            where, te = events.peek(w)
+            if not (te < wake or (cron_first and te == wake)):
+                break
+            te, kind, ident = events.take(w, where)
+            client_event(w, te, kind, ident)
+            if I[READY_N] > 0:
+                F[T] = te
+                woke = True
+                break
+            if I[RNG_LOW]:
+                F[T] = te
+                break
+        if woke and not I[RNG_LOW]:
+            advance_clients(w, F[T])  # others ready at the same instant
+        if I[RNG_LOW]:
+            I[WAKE_OWED] = 1 if woke else 0
+            I[SLEEP_RESUME] = 0 if woke else 1
+            return POLL_REFILL
+        if not woke:
+            F[T] = wake
+            if not cron_first:
+                return POLL_STOP
+        # epoll_wait blocked and returned: the sleep, the wake-up and the
+        # caches gone cold cost the thread this much (engine.cpu.wakeup).
+        busy(w, W_CPU_ITERATION, F[C_WAKE])
+    elif I[WAKE_OWED]:
+        busy(w, W_CPU_ITERATION, F[C_WAKE])
+    I[WAKE_OWED] = 0
+    return POLL_READY
+
+
+@step
+def process_file_events(w):
+    """``aeProcessEvents``' file events: the clients freed or refused since the
+    last poll, then the connections ready at this poll in readiness order
+    (epoll's ready list is FIFO), each read with ``read_query_from_client``;
+    at most ``MAX_ACCEPTS_PER_CALL`` new connections (the listener's cap), and
+    the pass stops at a script past ``busy-reply-threshold``. Then the main
+    thread waits for the I/O threads' reads."""
+    F = w.F
+    I = w.I
+    snapshot_gauges(w, F[T])
+    if I[PENDING_CLOSE] > 0:
+        busy(w, W_CPU_CONNECTIONS, F[C_CLOSE] * I[PENDING_CLOSE])
+        I[PENDING_CLOSE] = 0
+    if I[PENDING_REFUSED] > 0:  # accepted, told -ERR max number of clients, closed
+        busy(w, W_CPU_CONNECTIONS, F[C_ACCEPT] * I[PENDING_REFUSED])
+        I[PENDING_REFUSED] = 0
+    # A client freed during the pass leaves the ring (client_close.unlist),
+    # and with it the pass's count if it was still to be read.
+    I[READY_PASS] = I[READY_N]
+    accepted = 0
+    while I[READY_PASS] > 0:
+        I[READY_PASS] -= 1
+        c = ready_pop(w)
+        if w.cn_new[c]:
+            if accepted == MAX_ACCEPTS_PER_CALL:  # the listener's cap: next iteration
+                ready_push(w, c)
+                continue
+            accepted += 1
+        read_query_from_client(w, c)
+        if I[SCRIPT_CONN] >= 0:  # a script passed the threshold: the rest of the
+            I[READY_PASS] = 0  # ready list is read by its blocked passes, or after
+    if I[IO_READ_N] > 0:  # the main thread waits for the I/O threads' reads
+        io_threads.finish_reads(w, W_CPU_READ)
+
+
 # ---- a script past busy-reply-threshold ---------------------------------------------
 
 EVENTS_WHILE_BLOCKED = 4  # aeProcessEvents iterations per processEventsWhileBlocked
@@ -810,14 +1004,8 @@ def blocked_iteration(w):
             return 1
         I[SCRIPT_STEP] = 1
     while True:
-        if I[SCRIPT_STEP] % 2 == 1:  # beforeSleep while blocked
-            snapshot_gauges(w, F[T])
-            busy(w, W_CPU_ITERATION, F[C_ITER])
-            if I[AOF_ON]:
-                flush_append_only_file(w, np.bool_(False))
-            handle_clients_with_pending_writes(w)
-            if I[REPL_N] > 0:
-                replication.before_sleep(w)
+        if I[SCRIPT_STEP] % 2 == 1:
+            before_sleep(w, F[T], np.bool_(True))
             I[SCRIPT_STEP] += 1
         advance_clients(w, F[T])
         if I[RNG_LOW]:
@@ -860,7 +1048,12 @@ def end_script(w):
 def run(world, t_stop):
     """Advance the main thread until it reaches ``t_stop`` at an iteration boundary
     (or sleeps until it). Returns RET_STOP, or RET_REFILL when random buffers need
-    refilling; re-entering continues exactly where it stopped."""
+    refilling; re-entering continues exactly where it stopped (``PHASE``).
+
+    One iteration, as ``aeMain`` runs ``aeProcessEvents``: ``before_sleep``,
+    ``poll_timeout``, the client events due (``advance_clients``), ``poll``,
+    ``process_file_events``, then ``time_events``; a script past
+    ``busy-reply-threshold`` suspends it after its read (``blocked_iteration``)."""
     w = as_world(world)
     F = w.F
     I = w.I
@@ -882,109 +1075,20 @@ def run(world, t_stop):
             if F[T] >= t_stop:
                 return RET_STOP
             t_iter = F[T]
-            snapshot_gauges(w, t_iter)  # main-thread state (memory) changes too
-            busy(w, W_CPU_ITERATION, F[C_ITER])
-            spent = active_expire_cycle(w, np.bool_(True))  # the fast cycle
-            if spent > 0.0:
-                busy(w, W_CPU_EXPIRE, spent)
-                charge_cow(w)
-            if I[AOF_ON]:  # group commit: before any reply of this iteration leaves
-                flush_append_only_file(w, np.bool_(False))
-            handle_clients_with_pending_writes(w)
-            if I[REPL_N] > 0:  # the replicas are in clients_pending_write too
-                replication.before_sleep(w)
-            if I[CE_LIMIT] > 0:
-                evict_clients(w)
-            # The poll's timeout runs to the next timer. 7.x computes it after
-            # beforeSleep; 6.2 before it, so 6.2 sleeps beforeSleep's length too long.
-            F[POLL_WAKE] = F[CRON_WHEN]
-            if I[REDIS_62]:
-                F[POLL_WAKE] = F[T] + max(F[CRON_WHEN] - t_iter, 0.0)
-            if I[EV_TIMER]:  # evictionTimeProc is due every iteration: no sleep
-                F[POLL_WAKE] = F[T]
-            if I[PW_N] > 0:
-                # A reply past 64 KB is left: handleClientsWithPendingWrites
-                # installed its write handler, and the socket is writable (no
-                # send-buffer limit is modelled), so epoll_wait returns at once.
-                # The model writes the rest at the next beforeSleep rather than
-                # in that poll's file events (sendReplyToClient).
-                F[POLL_WAKE] = F[T]
-            if I[REPL_N] > 0 and F[REPL_NEXT] < F[POLL_WAKE]:
-                # A replica's PSYNC, a load's end or room in its socket wakes the poll.
-                F[POLL_WAKE] = max(F[REPL_NEXT], F[T])
+            before_sleep(w, t_iter, np.bool_(False))
+            poll_timeout(w, t_iter)
             I[PHASE] = PH_POLL
         if F[T] >= t_stop:
             return RET_STOP
         advance_clients(w, F[T])
         if I[RNG_LOW]:
             continue
-        resume = I[SLEEP_RESUME]
-        I[SLEEP_RESUME] = 0
-        if resume and I[READY_N] > 0:  # an event at the refill's instant woke it
-            resume = 0
-            I[WAKE_OWED] = 1
-        if resume or (I[READY_N] == 0 and I[PENDING_CLOSE] == 0
-                      and I[PENDING_REFUSED] == 0 and F[POLL_WAKE] > F[T]):
-            # Nothing to read and the poll's timeout not over: epoll_wait sleeps.
-            cron_first = F[POLL_WAKE] < t_stop
-            wake = F[POLL_WAKE] if cron_first else t_stop
-            woke = False
-            while True:
-                where, te = events.peek(w)
-                if not (te < wake or (cron_first and te == wake)):
-                    break
-                te, kind, ident = events.take(w, where)
-                client_event(w, te, kind, ident)
-                if I[READY_N] > 0:
-                    F[T] = te
-                    woke = True
-                    break
-                if I[RNG_LOW]:
-                    F[T] = te
-                    break
-            if woke and not I[RNG_LOW]:
-                advance_clients(w, F[T])  # others ready at the same instant
-            if I[RNG_LOW]:
-                # A refill exit: on re-entry the same-instant events are taken
-                # first, then the wake-up is charged, as without the exit.
-                I[WAKE_OWED] = 1 if woke else 0
-                I[SLEEP_RESUME] = 0 if woke else 1
-                continue
-            if not woke:
-                F[T] = wake
-                if not cron_first:
-                    return RET_STOP
-            # epoll_wait blocked and returned: the sleep, the wake-up and the
-            # caches gone cold cost the thread this much (engine.cpu.wakeup).
-            busy(w, W_CPU_ITERATION, F[C_WAKE])
-        elif I[WAKE_OWED]:
-            busy(w, W_CPU_ITERATION, F[C_WAKE])
-        I[WAKE_OWED] = 0
-        snapshot_gauges(w, F[T])
-        # File events: the connections ready at this poll, in readiness order.
-        if I[PENDING_CLOSE] > 0:
-            busy(w, W_CPU_CONNECTIONS, F[C_CLOSE] * I[PENDING_CLOSE])
-            I[PENDING_CLOSE] = 0
-        if I[PENDING_REFUSED] > 0:  # accepted, told -ERR max number of clients, closed
-            busy(w, W_CPU_CONNECTIONS, F[C_ACCEPT] * I[PENDING_REFUSED])
-            I[PENDING_REFUSED] = 0
-        # A client freed during the pass leaves the ring (client_close.unlist),
-        # and with it the pass's count if it was still to be read.
-        I[READY_PASS] = I[READY_N]
-        accepted = 0
-        while I[READY_PASS] > 0:
-            I[READY_PASS] -= 1
-            c = ready_pop(w)
-            if w.cn_new[c]:
-                if accepted == MAX_ACCEPTS_PER_CALL:  # the listener's cap: next iteration
-                    ready_push(w, c)
-                    continue
-                accepted += 1
-            read_query_from_client(w, c)
-            if I[SCRIPT_CONN] >= 0:  # a script passed the threshold: the rest of the
-                I[READY_PASS] = 0  # ready list is read by its blocked passes, or after
-        if I[IO_READ_N] > 0:  # the main thread waits for the I/O threads' reads
-            io_threads.finish_reads(w, W_CPU_READ)
+        polled = poll(w, t_stop)
+        if polled == POLL_REFILL:
+            continue
+        if polled == POLL_STOP:
+            return RET_STOP
+        process_file_events(w)
         if I[SCRIPT_CONN] >= 0:
             I[SCRIPT_STEP] = 0
             I[PHASE] = PH_SCRIPT
@@ -1031,7 +1135,6 @@ def configure(b) -> None:
 
     sc = b.scenario
     server, cpu = sc.server, sc.engine.cpu
-    b.F[S.WARMUP] = sc.warmup
     for idx, v in ((S.C_ITER, cpu.iteration), (S.C_WAKE, cpu.wakeup), (S.C_READ, cpu.read),
                    (S.C_READ_B, cpu.read_per_byte), (S.C_WRITE, cpu.write),
                    (S.C_WRITE_B, cpu.write_per_byte), (S.C_ACCEPT, cpu.accept),
@@ -1047,12 +1150,13 @@ def configure(b) -> None:
     b.I[S.REDIS_62] = 1 if sc.redis_version == "6.2" else 0
     b.I[S.REDIS_72] = 1 if sc.redis_version == "7.2" else 0
     svc = cpu.service_dist()
-    if svc is None:
+    if svc is None:  # a fixed factor of 1; low, high and sigma unused (0)
         b.I[S.SVC_KIND], b.F[S.SVC_MEAN] = S.DIST_FIXED, 1.0
+        b.F[S.SVC_LOW], b.F[S.SVC_HIGH], b.F[S.SVC_SIGMA] = 0.0, 0.0, 0.0
     else:
         b.I[S.SVC_KIND], b.F[S.SVC_MEAN], b.F[S.SVC_LOW], b.F[S.SVC_HIGH], b.F[S.SVC_SIGMA] = \
             b.dist(svc)
     b.I[S.PHASE] = S.PH_BEFORE_SLEEP
-    C = b.size["conns"]
+    C = b.size.conns
     b.extra["lists"] = {"ready": np.zeros(max(C, 1), np.int64),
                         "pw": np.zeros(max(C, 1), np.int64)}

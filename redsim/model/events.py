@@ -113,34 +113,22 @@ def take(w, where):
 
 
 def configure(b) -> None:
-    """The client-side event list: the heap, the timing wheel and the delay
-    lines, sized from the connections, request slots and groups."""
+    """The client-side event list's capacity, from the connections, request
+    slots and groups (the size ``event_entries``, which the heap and the timing
+    wheel hold: ``heap.configure``, ``wheel.configure``), and the delay lines."""
     import numpy as np
 
     from redsim.model import state as S
-    from redsim.model.wheel import wheel_size
 
-    C, R, G = b.size["conns"], b.size["slots"], b.size["groups"]
+    C, R, G = b.size.conns, b.size.slots, b.size.groups
     # Per connection at most one handshake arrival, reply or close and one timeout
     # timer; per request slot one think, backoff or refusal; per group its clocks.
     cap = R + 2 * C + 6 * G + 16
     if b.I[S.RTT_JITTER]:  # network.configure: network.rtt is a distribution
         cap += C  # arrivals and replies leave the delay lines for the wheel
     cap += b.I[S.CLI_THREADS]  # a same-host client thread's next poll
-    b.fill("hp", t=np.zeros(cap), seq=np.zeros(cap, np.int64), kind=np.zeros(cap, np.int64),
-           id=np.zeros(cap, np.int64))
-    width, n_buckets = wheel_size(b.scenario.clients,
-                                  [int(n) for n in b.part("gp")["n_slots"]])
-    nxt = np.arange(1, cap + 1, dtype=np.int64)
-    nxt[-1] = -1  # the free list: every entry, in order
-    b.fill("wh", head=np.full(n_buckets, -1, np.int64), t=np.zeros(cap),
-           seq=np.zeros(cap, np.int64), kind=np.zeros(cap, np.int64),
-           id=np.zeros(cap, np.int64), next=nxt)
+    b.size.event_entries = cap
     lcap = max(C, 1)  # a connection has at most one arrival and one reply pending
     b.fill("ln", t=np.zeros((N_LINES, lcap)), seq=np.zeros((N_LINES, lcap), np.int64),
            id=np.zeros((N_LINES, lcap), np.int64), head=np.zeros(N_LINES, np.int64),
            n=np.zeros(N_LINES, np.int64))
-    b.I[S.HEAP_CAP] = cap
-    b.I[S.WH_MASK] = n_buckets - 1
-    b.I[S.WH_FREE] = 0
-    b.F[S.WH_INV] = 1.0 / width

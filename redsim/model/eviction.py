@@ -84,6 +84,7 @@ from redsim.model.state import (
     WI_EVICTED,
     T,
 )
+from redsim.observe import metrics as M
 from redsim.observe.bins import count
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -119,6 +120,37 @@ FIELDS = (
     ("rc", "tofree", "i8", "-", "record",
      "calls over the limit by mem_tofree: bucket b holds [2^b, 2^(b+1)) bytes"),
 )
+
+
+RESULTS = (
+    M.Metric("evicted_keys", "-", M.SUM, "INFO evicted_keys", value=M.counter("STAT_EVICTED"),
+             line=M.Line(180, "expired / evicted keys",
+                         lambda s: f"{s['expired_keys']:,} / {s['evicted_keys']:,}")),
+    M.Metric("eviction_calls", "-", M.SUM, "performEvictions calls",
+             value=lambda r: int(r.w.rc_evhist.sum())),
+    M.Metric("eviction_calls_over_limit", "-", M.SUM, "performEvictions calls over the limit",
+             value=lambda r: int(r.w.rc_tofree.sum())),
+    # The eviction cycle (redsim.analysis.phases) from the time series.
+    M.Metric("burst_detected", "-", M.ANY, "an eviction burst happened",
+             made_by="analysis.phases.burst_summary"),
+    M.Metric("bursts", "-", M.SUM, "eviction bursts", made_by="analysis.phases.burst_summary",
+             line=M.Line(210, "eviction bursts", lambda s: f"{s['bursts']}" + (
+                 f", every {s['cycle_period_s'] / 60:.1f} min" if s["bursts"] > 1 else ""))),
+    M.Metric("cycle_period_s", "s", M.MAX, "mean gap between burst starts (None for fewer "
+             "than two)", made_by="analysis.phases.burst_summary"),
+    *(M.Metric(f"phase{k}_median_s", "s", M.MEAN, f"the bursts' median phase {k} length",
+               made_by="analysis.phases.burst_summary") for k in (1, 2, 3)),
+    M.Metric("memory_drop_median_bytes", "B", M.MEAN, "the bursts' median memory given back",
+             made_by="analysis.phases.burst_summary"),
+    M.Metric("rate_dip_median", "-", M.MEAN, "the bursts' median lowest rate, a share of the "
+             "normal rate", made_by="analysis.phases.burst_summary"),
+    M.Metric("p99_phase2_median_s", "s", M.MEAN, "the bursts' median worst p99 in phase 2",
+             made_by="analysis.phases.burst_summary"),
+    M.Column(420, "evicted_keys", "-", "INFO evicted_keys", M.total("WI_EVICTED")),
+    M.Column(450, "evicted_per_sec", "1/s", "keys evicted per second", M.rate("WI_EVICTED")),
+)
+"""The summary keys and time-series columns this module's figures make
+(``observe/metrics.py``)."""
 
 EVICT_OK = 0
 EVICT_RUNNING = 1
@@ -301,9 +333,9 @@ def record_call(w, cpu, tofree):
 
 
 def configure(b) -> None:
-    """``maxmemory-policy``, ``-samples``, ``-eviction-tenacity``, the LFU
-    parameters, ``lazyfree-lazy-eviction``, eviction's CPU costs, the eviction
-    pool, and the per-call records."""
+    """``maxmemory-policy``, ``-samples``, ``-eviction-tenacity``,
+    ``lazyfree-lazy-eviction``, eviction's CPU costs, the eviction pool, and
+    the per-call records (the LFU parameters: ``lfu.configure``)."""
     import numpy as np
 
     from redsim.model import state as S
@@ -318,8 +350,6 @@ def configure(b) -> None:
     b.I[S.EV_SAMPLES] = server.maxmemory_samples
     b.F[S.EV_TIME_LIMIT] = time_limit(server.maxmemory_eviction_tenacity)
     b.I[S.LAZY_EVICTION] = 1 if server.lazyfree_lazy_eviction else 0
-    b.I[S.LFU_LOG_FACTOR] = server.lfu_log_factor
-    b.I[S.LFU_DECAY_TIME] = server.lfu_decay_time
     b.fill("ep", key=np.full(EVPOOL_SIZE, -1, np.int64), idle=np.zeros(EVPOOL_SIZE))
     b.fill("rc", evhist=np.zeros(LOG2_BUCKETS, np.int64),
            tofree=np.zeros(LOG2_BUCKETS, np.int64))

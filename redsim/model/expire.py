@@ -48,6 +48,7 @@ from redsim.model.state import (
     WI_EXPIRED,
     T,
 )
+from redsim.observe import metrics as M
 from redsim.observe.bins import count
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -72,6 +73,17 @@ FIELDS = (
      "main-thread time in activeExpireCycle (slow and fast)"),
     ("wi", "WI_EXPIRED", "i8", "-", "count", "keys expired (active and passive) in the window"),
 )
+
+
+RESULTS = (
+    M.Metric("expired_keys", "-", M.SUM, "INFO expired_keys", value=M.counter("STAT_EXPIRED")),
+    M.Metric("expired_time_cap_reached_count", "-", M.SUM,
+             "INFO expired_time_cap_reached_count", value=M.counter("STAT_EXPIRE_CAPPED")),
+    M.Column(400, "expired_keys", "-", "INFO expired_keys", M.total("WI_EXPIRED")),
+    M.Column(410, "expired_per_sec", "1/s", "keys expired per second", M.rate("WI_EXPIRED")),
+)
+"""The summary keys and time-series columns this module's figures make
+(``observe/metrics.py``)."""
 
 KEYS_PER_LOOP = 20  # ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP
 FAST_DURATION = 1000e-6  # ACTIVE_EXPIRE_CYCLE_FAST_DURATION, s

@@ -63,10 +63,10 @@ import math
 import numpy as np
 
 from redsim.model import aof, disk, latency
-from redsim.model.bigkeys import collection_of, is_collection
 from redsim.model.cow import cow_bytes
-from redsim.model.jit import entry, step
+from redsim.model.jit import step
 from redsim.model.main_thread import busy
+from redsim.model.rdb import rdb_bytes
 from redsim.model.rss import used_memory_rss
 from redsim.model.state import (
     AOF_BASE,
@@ -96,7 +96,6 @@ from redsim.model.state import (
     FORK_PER_BYTE,
     FORK_REQ,
     HEAP_HUGE,
-    KEY_LEN,
     KS_KEYS,
     LATEST_FORK,
     MAX_FORK_REC,
@@ -115,7 +114,7 @@ from redsim.model.state import (
     WI_FORKS,
     T,
 )
-from redsim.model.world import as_world
+from redsim.observe import metrics as M
 from redsim.observe.bins import count
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -177,37 +176,37 @@ FIELDS = (
     ("rc", "forks", "f8", "-", "record", "one row of FORK_FIELDS per fork (model/fork.py)"),
 )
 
+
+RESULTS = (
+    M.Metric("total_forks", "-", M.SUM, "INFO total_forks", value=M.counter("STAT_FORKS"),
+             line=M.Line(320, "forks / latest fork", lambda s: (
+                 f"{s['total_forks']:,} / " + M.fmt_s(s["latest_fork_usec"] * 1e-6)),
+                 when=lambda s: bool(s.get("aof_enabled") or s.get("total_forks")))),
+    M.Metric("latest_fork_usec", "us", M.MAX, "INFO latest_fork_usec",
+             value=lambda r: int(round(M.scalar("LATEST_FORK")(r) * 1e6))),
+    M.Metric("fork_max_s", "s", M.MAX, "the longest fork() stall", made_by="_persistence_summary"),
+    M.Metric("rdb_saves", "-", M.SUM, "RDB children that finished",
+             value=M.counter("STAT_RDB_SAVES")),
+    M.Metric("aof_rewrites", "-", M.SUM, "AOF rewrite children that finished",
+             value=M.counter("STAT_AOF_REWRITES")),
+    M.Column(530, "rdb_bgsave_in_progress", "-", "INFO rdb_bgsave_in_progress",
+             lambda r: (M.row(r, "WI_CHILD") == CHILD_RDB).astype(np.int64)),
+    M.Column(540, "aof_rewrite_in_progress", "-", "INFO aof_rewrite_in_progress",
+             lambda r: (M.row(r, "WI_CHILD") == CHILD_AOF).astype(np.int64)),
+    M.Column(550, "total_forks", "-", "INFO total_forks", M.total("WI_FORKS")),
+)
+"""The summary keys and time-series columns this module's figures make
+(``observe/metrics.py``)."""
+
 HUGE_PAGE_SHIFT = 21  # 2 MB transparent huge pages
 SMALL_PAGE_SHIFT = 12  # 4 KB pages
 PTES_PER_PMD = 512  # 4 KB page-table entries one 2 MB entry replaces
 CONFIG_BGSAVE_RETRY_DELAY = 5.0  # s (server.h)
 AUTOSYNC_62 = 32 * 1024 * 1024  # REDIS_AUTOSYNC_BYTES: the child's fsync cadence, 6.2
 AUTOSYNC_7 = 4 * 1024 * 1024  # ... 7.x
-RDB_KEY_OVERHEAD = 3  # type byte and two length prefixes per string key (rdbSaveKeyValuePair)
-RDB_EXPIRE_BYTES = 9  # RDB_OPCODE_EXPIRETIME_MS + 8-byte ms
-RDB_INT_BYTES = 5  # an integer value's encoding, at most
 
 
 # ---- fork and the child ---------------------------------------------------------------
-
-
-@step
-def rdb_bytes(w):
-    """Bytes the child writes: Σ over keys of key, value and RDB framing."""
-    total = 0
-    klen = w.I[KEY_LEN]
-    for i in range(w.I[KS_KEYS]):
-        k = w.ks_dense[i]
-        v = w.ks_vlen[k]
-        if v >= 0:
-            total += RDB_KEY_OVERHEAD + klen + v
-        elif is_collection(v):
-            total += RDB_KEY_OVERHEAD + klen + w.cl_rdb[collection_of(v)]
-        else:
-            total += RDB_KEY_OVERHEAD + klen + RDB_INT_BYTES
-        if w.ks_xpos[k] >= 0:
-            total += RDB_EXPIRE_BYTES
-    return total + 18  # header and checksum
 
 
 @step
@@ -364,17 +363,11 @@ def _pages(scenario, n_keys: int) -> tuple[int, int]:
     return shift, (pages + 31) // 32
 
 
-@entry
-def dataset_rdb_bytes(world):
-    """``rdb_bytes`` from Python, on a packed world (``world.pack``): the RDB the
-    keys present now would make (the AOF's base at preload, ``aof.start``)."""
-    return rdb_bytes(as_world(world))
-
-
 def configure(b) -> None:
-    """The ``save`` points, the host's fork and copy-on-write costs
-    (``host.fork`` preset or ``fork-per-gb``), transparent huge pages, the
-    copy-on-write page bitmap, and the per-fork records. Needs ``key_rows_created``."""
+    """The ``save`` points, the host's fork costs (``host.fork`` preset or
+    ``fork-per-gb``), transparent huge pages, the copy-on-write page bitmap,
+    and the per-fork records (the copy-on-write costs: ``cow.configure``).
+    Needs ``key_rows_created``."""
     import numpy as np
 
     from redsim.model import state as S
@@ -391,11 +384,9 @@ def configure(b) -> None:
     b.I[S.HEAP_HUGE] = 1 if heap_huge(sc) else 0
     b.F[S.FORK_FIXED] = host.fork_fixed
     b.F[S.FORK_PER_BYTE] = per_gb / 2**30
-    b.F[S.COW_FAULT] = host.cow_fault
-    b.F[S.COW_COPY_B] = 1.0 / host.cow_copy_bandwidth
     b.F[S.CHILD_KEY_RATE] = host.child_keys_per_sec
     b.F[S.CHILD_END] = math.inf
-    page_shift, pg_words = _pages(sc, b.size["key_rows_created"])
+    page_shift, pg_words = _pages(sc, b.size.key_rows_created)
     b.I[S.PAGE_SHIFT] = page_shift
     b.I[S.PG_WORDS] = pg_words
     b.fill("pg", cow=np.zeros(pg_words, np.int64))

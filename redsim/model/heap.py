@@ -93,3 +93,16 @@ def pop(w):
         hk[i] = kind
         hi[i] = ident
     return t0, s0, k0, i0
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def configure(b) -> None:
+    """An empty heap of ``event_entries`` entries (``events.configure``)."""
+    import numpy as np
+
+    cap = b.size.event_entries
+    b.fill("hp", t=np.zeros(cap), seq=np.zeros(cap, np.int64), kind=np.zeros(cap, np.int64),
+           id=np.zeros(cap, np.int64))
+    b.I[HEAP_CAP] = cap

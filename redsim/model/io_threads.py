@@ -125,6 +125,7 @@ from redsim.model.state import (
     STAT_IO_WRITES,
     T,
 )
+from redsim.observe import metrics as M
 
 FIELDS = (
     ("I", "STAT_IO_READS", "i8", "-", "counter",
@@ -163,6 +164,15 @@ FIELDS = (
      "when the thread is next free, s: an async I/O thread's clock, or each thread's "
      "in a Redis 6/7 write pass (row 0: the main thread)"),
 )
+
+
+RESULTS = (
+    M.Metric("io_threaded_reads_processed", "-", M.SUM, "INFO io_threaded_reads_processed",
+             value=M.counter("STAT_IO_READS")),
+    M.Metric("io_threaded_writes_processed", "-", M.SUM, "INFO io_threaded_writes_processed",
+             value=M.counter("STAT_IO_WRITES")),
+)
+"""The summary keys this module's figures make (``observe/metrics.py``)."""
 
 
 @leaf

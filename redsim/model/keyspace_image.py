@@ -4,24 +4,27 @@ No Redis source: the simulator's own build. Building S0's keyspace (27 M keys:
 ``preload.plan`` drawing them, ``db.preload`` inserting them) takes most of a
 run's set-up, and the points of a sweep that differ only in connections, CPU
 costs, fsync or client behaviour build the very same keyspace. An image is the
-state ``db.start`` leaves: every array and scalar the preload changed, taken
-once; a later run with the same ``keyspace_key`` copies it in instead of
-planning and inserting again, and runs byte-identically (``tests/test_keyspace_image.py``).
+state ``preload.start`` leaves: every array and scalar the preload changed, taken
+once; a later run with the same key copies it in instead of planning and
+inserting again, and runs byte-identically (``tests/test_keyspace_image.py``).
 
-What may differ between the runs sharing an image (``NOT_KEYSPACE``): fields
-that no step before ``db.start`` uses in shaping the keys. Every other field is
-part of the key, so a field added later is shared by no run until it is listed
-here, and a field listed here wrongly shows in the test. What a different
-connection count changes, the spare capacity of the key table and of the
-allocator's slab arrays, is made up at restore by the growth the kernel uses
+The key is ``config.loader.keyspace_hash`` (the driver computes it and
+``build.build_world`` files the image under it): the scenario without the
+fields declared not to shape the keyspace (``loader.NOT_KEYSPACE``, from
+``Directive(keyspace=False)`` and ``NotKeyspace()`` in ``config/schema/``),
+those that no step before ``preload.start`` uses in shaping the keys. Every other
+field is part of the key, so a field added later is shared by no run until
+it is declared so, and a field declared so wrongly shows in the test. What a
+different connection count changes, the spare capacity of the key table and of
+the allocator's slab arrays, is made up at restore by the growth the kernel uses
 at run time (``db.grow_write_once``, ``arena.grow``), which changes nothing in
 a run (``test_write_once.py``, ``test_nonfull.py``); a larger spare is kept.
 
 As a guard, the image also keeps the values every array and scalar it changes
 had before the preload: a run whose own values differ there (a mechanism that
-came to set them from a field listed in ``NOT_KEYSPACE``) builds afresh. The
-guard does not see what the preload only reads: a field that changes how keys
-are costed or placed must stay out of ``NOT_KEYSPACE``.
+came to set them from a field declared not to shape the keyspace) builds
+afresh. The guard does not see what the preload only reads: a field that
+changes how keys are costed or placed must not be declared so.
 
 An image costs memory: the key table and what the preload allocated, ~2.6 GB
 for S0, held by each process that keeps one (``KeyspaceImages.keep``).
@@ -35,57 +38,9 @@ from typing import Any
 
 import numpy as np
 
-NOT_KEYSPACE: tuple[tuple[str, ...], ...] = (
-    ("name",), ("description",), ("warmup",), ("sample-interval",), ("stall-threshold",),
-    *(("server", f) for f in (
-        "hz", "dynamic-hz", "maxclients", "timeout", "maxmemory-samples",
-        "maxmemory-eviction-tenacity", "busy-reply-threshold", "active-expire-effort",
-        "appendfsync", "no-appendfsync-on-rewrite", "auto-aof-rewrite-percentage",
-        "auto-aof-rewrite-min-size", "io-threads", "io-threads-do-reads",
-        "client-query-buffer-limit", "maxmemory-clients", "latency-monitor-threshold",
-        "client-output-buffer-limit", "repl-backlog-size", "repl-backlog-ttl",
-        "repl-diskless-sync", "repl-diskless-sync-delay", "repl-diskless-sync-max-replicas",
-        "repl-timeout", "repl-ping-replica-period", "min-replicas-to-write",
-        "min-replicas-max-lag")),
-    ("engine", "cpu"), ("engine", "reply-batching"), ("engine", "io-threads-model"),
-    ("network",), ("disk",), ("replicas",),
-    *(("host", f) for f in (
-        "cores", "quantum", "context-switch", "scheduler-window", "network", "fork",
-        "fork-per-gb", "fork-fixed", "cow-fault", "cow-copy-bandwidth",
-        "child-keys-per-sec")),
-    *(("clients", "*", f) for f in (
-        "name", "pool", "placement", "client-cpu", "client-threads", "timeout",
-        "connect-timeout", "reconnect", "tls")),
-)
-"""Scenario fields (paths in ``resolved_dict``; ``*``: every list entry) that
-do not shape the keyspace at time 0: runs differing only in these share one
-image. Connections (``pool``) change the spare rows and slabs only."""
-
-
-def _drop(data: Any, path: tuple[str, ...]) -> None:
-    if not path or data is None:
-        return
-    head, rest = path[0], path[1:]
-    if head == "*":
-        for item in data if isinstance(data, list) else ():
-            _drop(item, rest)
-    elif isinstance(data, dict) and head in data:
-        if rest:
-            _drop(data[head], rest)
-        else:
-            del data[head]
-
-
-def keyspace_key(scenario: Any, seed: int) -> str:
-    """``config.scenario_hash`` of the scenario without ``NOT_KEYSPACE``'s fields
-    and with the run's seed: runs with equal keys start from the same keyspace."""
-    from redsim.config.loader import resolved_dict, resolved_hash
-
-    data = resolved_dict(scenario)
-    for path in NOT_KEYSPACE:
-        _drop(data, path)
-    data["seed"] = int(seed)
-    return resolved_hash(data)
+from redsim.model import nonfull
+from redsim.model import state as S
+from redsim.model.db import grown_free_stack
 
 
 def _digest(a: np.ndarray) -> str:
@@ -100,9 +55,9 @@ would make them (``db.grow_write_once``, ``arena.grow``)."""
 
 @dataclass
 class KeyspaceImage:
-    """What ``db.start`` changed in one built world, and what ``db.configure``
-    derived from the preload plan (``sizes``: the plans without their per-key
-    arrays, the slab demand)."""
+    """What ``preload.start`` changed in one built world, and what
+    ``preload.configure`` derived from the preload plan (``sizes``: the plans
+    without their per-key arrays, the slab demand)."""
 
     key: str
     sizes: dict[str, Any]
@@ -118,7 +73,7 @@ class KeyspaceImage:
 
 
 class Snapshot:
-    """A world's state before ``db.start``, to see what it changes: copies of
+    """A world's state before ``preload.start``, to see what it changes: copies of
     its scalars and of its arrays but the key table's (every key row starts
     absent, so the preload changes all of it)."""
 
@@ -145,7 +100,7 @@ class Snapshot:
 
 
 def fits(img: KeyspaceImage, w) -> bool:
-    """Whether world ``w``, built up to ``db.start``, is where the image was
+    """Whether world ``w``, built up to ``preload.start``, is where the image was
     taken from: the same values where the image changes them, and capacities
     no smaller than the image's (a larger one is grown into)."""
     for name, (idx, before, _after) in img.scalars.items():
@@ -170,10 +125,6 @@ def restore(img: KeyspaceImage, w) -> None:
     Where ``w``'s capacity is larger, its extra key rows go under the free
     ones (``db.grow_write_once``) and the slabs' non-full bit sets are laid
     out for its slab ids (``arena.grow``)."""
-    from redsim.model import nonfull
-    from redsim.model import state as S
-    from redsim.model.db import grown_free_stack
-
     free_rows = len(w.ks_free)
     for name, (idx, _before, after) in img.scalars.items():
         getattr(w, name)[idx] = after

@@ -72,6 +72,7 @@ from redsim.model.state import (
     WI_LAZYFREED,
     T,
 )
+from redsim.observe import metrics as M
 from redsim.observe.bins import count
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -109,6 +110,19 @@ FIELDS = (
     ("lf", "t0", "f8", "s", "state", "when the bio thread starts freeing it, s"),
     ("lf", "t1", "f8", "s", "state", "when the bio thread has freed it, s"),
 )
+
+
+RESULTS = (
+    M.Metric("lazyfreed_objects", "-", M.SUM, "INFO lazyfreed_objects",
+             value=M.counter("STAT_LAZYFREED")),
+    M.Metric("lazyfree_pending_objects_end", "-", M.SUM, "INFO lazyfree_pending_objects at "
+             "the end", value=M.counter("LF_OBJECTS")),
+    M.Column(430, "lazyfree_pending_objects", "-", "INFO lazyfree_pending_objects",
+             M.gauge("WI_LF_PENDING")),
+    M.Column(440, "lazyfreed_objects", "-", "INFO lazyfreed_objects", M.total("WI_LAZYFREED")),
+)
+"""The summary keys and time-series columns this module's figures make
+(``observe/metrics.py``)."""
 
 
 @leaf
@@ -221,7 +235,7 @@ def configure(b) -> None:
     b.F[S.C_FREE_ALLOC] = cpu.free_alloc * US * cpu.scale
     b.F[S.C_LF_JOB] = cpu.lazyfree_job * US * cpu.scale
     n_big = len(b.scenario.big_keys)
-    cap = n_big + min(b.size["collections"] - n_big, LF_SPARE) + 1
+    cap = n_big + min(b.size.collections - n_big, LF_SPARE) + 1
     b.I[S.LF_CAP] = cap
     b.fill("lf", aval=np.zeros(cap, np.int64), bytes=np.zeros(cap, np.int64),
            objects=np.zeros(cap, np.int64), t0=np.zeros(cap), t1=np.zeros(cap))

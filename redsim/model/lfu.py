@@ -74,3 +74,13 @@ def touched(w, field):
     """``updateLFU``: the field after one access."""
     counter = log_incr(w, decr_and_return(w, field))
     return (minutes(w) << 8) | counter
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def configure(b) -> None:
+    """``lfu-log-factor`` and ``lfu-decay-time``."""
+    server = b.scenario.server
+    b.I[LFU_LOG_FACTOR] = server.lfu_log_factor
+    b.I[LFU_DECAY_TIME] = server.lfu_decay_time

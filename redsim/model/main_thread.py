@@ -26,6 +26,7 @@ import math
 
 from redsim.model.jit import hot_leaf, leaf, step
 from redsim.model.state import CPU_HELD, CPU_SLOW, CPU_USED, CSW_COST, QUANTUM, SLICE, T
+from redsim.observe import metrics as M
 from redsim.observe import stalls
 from redsim.observe.bins import add_interval
 
@@ -46,6 +47,20 @@ FIELDS = (
      "CPU of an involuntary context switch (a preempted turn), s"),
     ("F", "SLICE", "f8", "s", "state", "CPU s run since the thread's last preemption"),
 )
+
+
+RESULTS = (
+    M.Metric("utilisation", "-", M.MEAN, "the main thread's busy share after the warm-up "
+             "(every cpu_* share added up)", made_by="Result.from_world",
+             line=M.Line(110, "main thread busy", lambda s: f"{s['utilisation']:.1%}")),
+    M.Metric("utilisation_peak", "-", M.MAX, "the busy share of the busiest post-warm-up "
+             "window", made_by="Result.from_world"),
+    M.Line(120, "  commands / read / write",
+           lambda s: M.shares(s, "commands", "read", "write")),
+    M.Line(130, "  iteration / cron / conns / eviction",
+           lambda s: M.shares(s, "iteration", "cron", "connections", "eviction")),
+)
+"""The summary keys this module's figures make (``observe/metrics.py``)."""
 
 
 @hot_leaf

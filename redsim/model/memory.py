@@ -39,6 +39,7 @@ from redsim.model.state import (
     MEM_STARTUP,
     REPL_BACKLOG,
 )
+from redsim.observe import metrics as M
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
 # says what each entry holds: where, name, dtype, unit, kind, doc).
@@ -55,6 +56,40 @@ FIELDS = (
     ("wi", "WI_USED_MEMORY", "i8", "B", "gauge",
      "used_memory (zmalloc_used_memory) at the window's end, B"),
 )
+
+
+# sizeof() terms of Redis's per-db overhead (object.c getMemoryOverheadData):
+# dictEntry and robj per key, dictEntry per TTL, a pointer per bucket.
+_DICT_ENTRY, _ROBJ, _BUCKET = 24, 16, 8
+
+
+def _overhead(r: M.Run) -> M.Array:
+    """INFO used_memory_overhead at each window's end: the startup bytes, the
+    clients' buffers and the dicts' entries, robjs and buckets (B)."""
+    return (STARTUP_BYTES[r.scenario.redis_version] + M.row(r, "WI_MEM_CLIENTS")
+            + M.row(r, "WI_KEYS") * (_DICT_ENTRY + _ROBJ) + M.row(r, "WI_EXPIRES") * _DICT_ENTRY
+            + M.row(r, "WI_BUCKETS") * _BUCKET)
+
+
+RESULTS = (
+    M.Metric("used_memory_end", "B", M.SUM, "INFO used_memory at the end",
+             value=M.end("used_memory"),
+             line=M.Line(140, "used_memory end / peak", lambda s: " / ".join(
+                 M.mb(s[k]) for k in ("used_memory_end", "used_memory_peak")) + " MB")),
+    M.Metric("used_memory_peak", "B", M.series_peak("used_memory"),
+             "used_memory's largest sample", value=M.peak("used_memory")),
+    M.Metric("maxmemory", "B", M.SUM, "the maxmemory directive (0: no limit)",
+             value=lambda r: int(r.scenario.server.maxmemory)),
+    M.Column(300, "used_memory", "B", "INFO used_memory at the window's end",
+             M.gauge("WI_USED_MEMORY")),
+    M.Column(310, "used_memory_dataset", "B", "INFO used_memory_dataset",
+             lambda r: M.row(r, "WI_USED_MEMORY") - _overhead(r)),
+    M.Column(320, "used_memory_overhead", "B", "INFO used_memory_overhead", _overhead),
+    M.Column(350, "maxmemory", "B", "the maxmemory directive",
+             lambda r: int(r.scenario.server.maxmemory)),
+)
+"""The summary keys and time-series columns this module's figures make
+(``observe/metrics.py``)."""
 
 POINTER = 8  # bytes per dict bucket (a dictEntry pointer)
 
@@ -122,7 +157,6 @@ def configure(b) -> None:
     sc = b.scenario
     server = sc.server
     b.I[S.MEM_STARTUP] = STARTUP_BYTES[sc.redis_version]
-    b.I[S.CLIENT_STRUCT] = CLIENT_STRUCT_BYTES[sc.redis_version]
     b.I[S.MAXMEMORY] = server.maxmemory
     b.I[S.Q16] = 1 if sc.engine.allocator_quantum == 16 else 0
     b.I[S.SHARED_INTS] = 0 if (server.maxmemory > 0 and (

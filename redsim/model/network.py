@@ -117,12 +117,13 @@ def configure(b) -> None:
     b.F[S.RTT_HALF] = float(rtt.mean) / 2.0
     jitter = rtt.kind != "fixed"
     b.I[S.RTT_JITTER] = 1 if jitter else 0
-    b.I[S.NET_STREAM] = 1 + S.STREAMS_PER_GROUP * b.size["groups"]
+    b.I[S.NET_STREAM] = 1 + S.STREAMS_PER_GROUP * b.size.groups
+    kind, low, high, sigma = S.DIST_FIXED, 0.0, 0.0, 0.0  # read only with jitter
     if jitter:
         kind, mean, low, high, sigma = b.dist(rtt)
-        b.I[S.RTT_KIND] = kind
-        b.F[S.RTT_LOW], b.F[S.RTT_HIGH], b.F[S.RTT_SIGMA] = low, high, sigma
         # draw's mean is the round trip's; RTT_HALF * 2 gives it back exactly
         assert mean == 2.0 * b.F[S.RTT_HALF]
-    b.fill("cn", half=np.zeros(b.size["conns"]))
+    b.I[S.RTT_KIND] = kind
+    b.F[S.RTT_LOW], b.F[S.RTT_HIGH], b.F[S.RTT_SIGMA] = low, high, sigma
+    b.fill("cn", half=np.zeros(b.size.conns))
 

@@ -31,16 +31,21 @@ Redis's, which decides what the thread cache hands out next: a SET's value is
 made when its command is parsed (the sds, then the robj), then ``dbAdd``'s key
 sds and dictEntry; ``dbOverwrite`` frees the old value once the new one is in
 place; a delete frees the key sds, the value, then the entry.
+
+A key row whose value length is ``COLLECTION`` or below holds a collection
+(row ``collection_of(vlen)`` of the collections' table, ``bigkeys.py``): its
+value is its robj and one stand-in extent for the rest (``value_extent``;
+``bigkeys.py`` states the deviation).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from redsim.model.arena import hi_handle, lo_handle, pair
-from redsim.model.bigkeys import collection_of, is_collection, value_extent
+from redsim.model.arena import PAGE, SMALL_MAX, hi_handle, large_malloc, lo_handle, pair
 from redsim.model.jemalloc import size_class
 from redsim.model.jit import entry, hot_leaf, leaf
+from redsim.model.tcache import LARGE_MAX_PAGES
 from redsim.model.zmalloc import zfree, zfree_pair, zmalloc
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -124,6 +129,53 @@ def string_keys_bytes(key_len, vlens, has_ttl, quantum16):
     return out
 
 
+# ---- a collection's value (the table is bigkeys.py's) ------------------------------------
+
+
+COLLECTION = -3
+"""``ks_vlen`` of the key holding collection 0: collection ``cid``'s is ``-3 - cid``
+(-1 is an integer, -2 ``lookup_key``'s miss)."""
+
+
+@leaf
+def is_collection(vlen):
+    return vlen <= COLLECTION
+
+
+@leaf
+def collection_of(vlen):
+    """The collection id a key row's value length points at."""
+    return COLLECTION - vlen
+
+
+@leaf
+def extent_pages(n):
+    """Pages of an extent holding ``n`` bytes."""
+    return (n + PAGE - 1) // PAGE
+
+
+@leaf
+def value_extent(w, n):
+    """The arena's stand-in for a collection value's ``n`` bytes past its robj:
+    one allocation of its size class up to the thread cache's largest (32 KB),
+    else an extent of exactly the pages it needs, as a value's many regions
+    fill their slabs (a large size class would add up to 25 %)."""
+    pages = extent_pages(n)
+    if pages <= LARGE_MAX_PAGES:
+        return zmalloc(w, n)
+    return large_malloc(w, pages)
+
+
+@leaf
+def extent_class(n, q16):
+    """What ``value_extent`` allocates for ``n`` bytes: its size class up to
+    32 KB, as a negative page count above (equal classes reallocate in place)."""
+    pages = extent_pages(n)
+    if pages <= LARGE_MAX_PAGES:
+        return size_class(n, q16)
+    return -pages
+
+
 # ---- the arena's view: allocate and free a key's objects --------------------------------
 
 
@@ -151,11 +203,11 @@ def free_key_entry(w, k):
 @hot_leaf
 def alloc_value(w, k, vlen, shared):
     """A new value object for key k (``vlen`` -1: an integer; -3 and below: a
-    collection, ``bigkeys``), as the query
+    collection, ``COLLECTION``), as the query
     parser makes it (``createRawStringObject``: the sds, then the robj; an
     embstr is one allocation); the old one, if any, is freed after it
     (``dbOverwrite``'s ``decrRefCount``: the sds, then the robj)."""
-    if is_collection(vlen):  # its robj and one extent (model/bigkeys.py)
+    if is_collection(vlen):  # its robj and one extent (value_extent)
         obj = ROBJ
         h_sds = value_extent(w, w.cl_bytes[collection_of(vlen)] - ROBJ)
     else:
@@ -200,8 +252,6 @@ def key_requests(key_len: int, vlens: np.ndarray, n_ttl: int) -> tuple[np.ndarra
     """The small allocations (requested bytes, how many of each) of string keys
     with values of ``vlens`` bytes, ``n_ttl`` of them with a TTL: what the arena's
     slab arrays are sized for (``arena.slabs_for``; large ones need no slab)."""
-    from redsim.model.arena import SMALL_MAX
-
     vl = np.asarray(vlens, np.int64)
     counts = np.zeros(SMALL_MAX + 1, np.int64)
     _count_value_requests(vl, counts)

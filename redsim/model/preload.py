@@ -33,8 +33,12 @@ Without a known rate (closed groups without think, traces) the older rule
 holds: a TTL'd key has a remaining TTL uniform in (0, ttl] and was last touched
 when written; a key without TTL was last touched uniformly in the past hour.
 
-Random numbers come from their own SeedSequence child, so preloading never
-shifts the kernel's streams.
+Random numbers come from their own SeedSequence child
+(``rng.preload_generator``), so preloading never shifts the kernel's streams.
+
+``configure`` plans the keys before the key table is laid out (``db.configure``
+sizes it from the write-once rows the plan leaves), ``start`` places them in
+the laid-out world, or copies a shared start's image (``keyspace_image.py``).
 """
 
 from __future__ import annotations
@@ -44,14 +48,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from redsim.model import keyspace_image
 from redsim.model import state as S
 from redsim.model.call import zipf_cdf
+from redsim.model.collection import CollectionRows
 from redsim.model.db import preload
 from redsim.model.encoding import next_power
 from redsim.model.jit import entry
 from redsim.model.memory import POINTER, STARTUP_BYTES
-from redsim.model.objects import string_keys_bytes
+from redsim.model.objects import COLLECTION, key_requests, string_key_bytes, string_keys_bytes
+from redsim.model.rng import preload_generator, variates
 from redsim.model.sizing import (
+    SPARE_ONCE,
     nominal_rate,
     once_fit,
     once_span,
@@ -61,7 +69,6 @@ from redsim.model.sizing import (
 )
 from redsim.model.world import as_world, pack, prefetch
 
-PRELOAD_STREAM = 0x5052454C  # "PREL": the preload's own SeedSequence spawn key
 PRELOAD_AGE = 3600  # s: without a known rate, keys without a TTL were last touched
 # uniformly over the past hour
 MAX_AGE_S = float(1 << 40)
@@ -116,29 +123,8 @@ def _truncated_exponential(rng, n: int, rate: np.ndarray | float, cap: float) ->
     return age
 
 
-def _draw(rng: np.random.Generator, d, n: int) -> np.ndarray:
-    """n variates of a scenario distribution, as ``rng.draw`` defines them."""
-    if d.kind == "mixture":  # each variate from the component one uniform picks
-        which = np.minimum(np.searchsorted(np.cumsum(d.weights), rng.random(n), side="right"),
-                           len(d.parts) - 1)
-        out = np.empty(n)
-        for j, part in enumerate(d.parts):
-            mask = which == j
-            out[mask] = _draw(rng, part, int(mask.sum()))
-        return out
-    if d.kind == "exponential":
-        return rng.exponential(d.mean, n)
-    if d.kind == "uniform":
-        return rng.uniform(d.low, d.high, n)
-    if d.kind == "lognormal":
-        return rng.lognormal(math.log(d.mean) - 0.5 * d.sigma ** 2, d.sigma, n)
-    if d.kind == "empirical":
-        return np.interp(rng.random(n), d.table_p, d.table_x)
-    return np.full(n, float(d.mean))
-
-
 def _vlens(rng, grp, n: int) -> np.ndarray:
-    return np.maximum(np.rint(_draw(rng, grp.value_size, n)), 0).astype(np.int64)
+    return np.maximum(np.rint(variates(rng, grp.value_size, n)), 0).astype(np.int64)
 
 
 def _fit(costs: np.ndarray, room: float, keys_before: int, ttl: bool) -> int:
@@ -187,31 +173,12 @@ def _sorted_uniforms(rng: np.random.Generator, n: int) -> np.ndarray:
     return c[:n] / c[n]
 
 
-def _generator(seed: int, part: int) -> np.random.Generator:
-    return np.random.Generator(np.random.PCG64(
-        np.random.SeedSequence(seed, spawn_key=(PRELOAD_STREAM, part))))
-
-
-@dataclass
-class CollectionRows:
-    """Where a collection keyspace's keys live (``model/collection.py``): the
-    key row of its key id 0, the collection id of that key, and each key's
-    value bytes at its preloaded element count."""
-
-    row_lo: int
-    cid_lo: int
-    value_bytes: np.ndarray
-
-
 def plan(scenario, seed: int,
          collections: list[CollectionRows | None] | None = None) -> list[GroupPreload | None]:
     """Every group's preloaded keys (None for a group with nothing to preload);
     ``collections``: per group, where a collection keyspace's keys are (their
     rows and values replace the key ids and string values)."""
-    from redsim.model.bigkeys import COLLECTION
-    from redsim.model.objects import string_key_bytes
-
-    rng = _generator(seed, 0)
+    rng = preload_generator(seed, 0)
     plans: list[GroupPreload | None] = []
     planned = planned_bytes = 0  # keys and bytes planned for earlier groups
     for gi, grp in enumerate(scenario.clients):
@@ -362,7 +329,7 @@ def apply(w: S.World, plans: list[GroupPreload | None], scenario, seed: int,
     write-once keys not preloaded go on the free stack. The expires dict's
     entries are then put in a random order (hash order is unrelated to expiry),
     as ``expires_add`` does one by one at run time."""
-    rng = _generator(seed, 1)
+    rng = preload_generator(seed, 1)
     ref = pack(w)
     maxmemory = scenario.server.maxmemory
     w.I[S.KS_APPEND_EXPIRES] = 1  # shuffled once at the end: no cache miss per key
@@ -385,3 +352,77 @@ def apply(w: S.World, plans: list[GroupPreload | None], scenario, seed: int,
     free = np.arange(len(w.ks_cost) - 1, row - 1, -1, dtype=np.int64)  # lowest popped first
     w.ks_free[:len(free)] = free
     w.I[S.KS_FREE_N] = len(free)
+
+
+def slab_demand(plans: list[GroupPreload | None],
+                collections: list[CollectionRows | None]) -> tuple[np.ndarray, np.ndarray]:
+    """The preloaded string keys' allocations (``objects.key_requests``), for
+    sizing the arena's slab arrays; a collection keyspace's (``collections``
+    names them) are in ``bigkeys.slab_demand``."""
+    sizes, counts = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for p, coll in zip(plans, collections, strict=True):
+        if p is None or coll is not None:
+            continue
+        for vlens, expires in ((p.vlens, p.expires), (p.once_vlens, p.once_expires)):
+            s, c = key_requests(p.key_len, vlens, int(np.isfinite(expires).sum()))
+            sizes.append(s)
+            counts.append(c)
+    return np.concatenate(sizes), np.concatenate(counts)
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def configure(b) -> None:
+    """The preload plan (``plan``, from ``collection.configure``'s
+    ``collection_rows``; a shared start's image's plans instead), the
+    write-once rows it leaves (``write_once_rows``) and the preloaded string
+    keys' allocations (``b.slab_demand``); ``start`` places the keys. Needs the
+    sizes ``conns`` and ``max_pipeline``; gives ``once_rows``, ``once_low`` and
+    ``once_created``."""
+    sc = b.scenario
+    collections = b.extra["collection_rows"]
+    image = b.extra.get("keyspace_image")  # a shared start (keyspace_image.py)
+    plans = image.sizes["plans"] if image is not None else plan(sc, b.seed, collections)
+    once_pre, once_spare, once_low = write_once_rows(plans, sc, b.size.conns,
+                                                     b.size.max_pipeline)
+    b.extra["preload"] = plans
+    sizes, counts = image.sizes["slab_demand"] if image is not None else slab_demand(
+        plans, collections)
+    b.extra["preload_sizes"] = {"plans": plans, "slab_demand": (sizes, counts)}
+    b.slab_demand.append((sizes, counts))
+    # Fork's page bitmap spans 4 KB a row without maxmemory: the rows of every
+    # key the run creates, as if none were evicted or expired.
+    rate = sum(p.once_rate for p in plans if p is not None)
+    once_all = max(once_spare, int(SPARE_ONCE * rate * float(sc.duration)) + 1024)
+    b.size.once_rows = once_pre + once_spare
+    b.size.once_low = once_low
+    b.size.once_created = once_pre + (once_all if once_spare else 0)
+
+
+def start(w: S.World, b) -> None:
+    """Place the preloaded keys (``apply``) in the laid-out world, from the
+    write-once rows' first (``db.configure``'s ``KS_ONCE_LO``), or copy them
+    from a shared start's image (``keyspace_image``); with an image store
+    (``b.extra["keyspace_images"]``), keep an image of them."""
+    plans = b.extra.pop("preload")
+    once_lo = int(w.I[S.KS_ONCE_LO])
+    image = b.extra.get("keyspace_image")
+    images = b.extra.get("keyspace_images")
+    if image is not None:
+        if keyspace_image.fits(image, w):
+            keyspace_image.restore(image, w)
+            images.hits += 1
+            return
+        # Not the state the image was taken from: build afresh (the same plan,
+        # drawn again), and keep the image for the runs it fits.
+        plans = plan(b.scenario, b.seed, b.extra["collection_rows"])
+        images.misses += 1
+        apply(w, plans, b.scenario, b.seed, once_lo)
+        return
+    if images is not None:
+        images.misses += 1
+    snap = keyspace_image.Snapshot(w) if images is not None else None
+    apply(w, plans, b.scenario, b.seed, once_lo)
+    if snap is not None:
+        images.put(snap.image(w, b.extra["keyspace_key"], b.extra.pop("preload_sizes")))

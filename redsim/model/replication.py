@@ -203,6 +203,7 @@ from redsim.model.state import (
     T,
 )
 from redsim.observe import groups
+from redsim.observe import metrics as M
 from redsim.observe.bins import cell, count
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -308,6 +309,81 @@ FIELDS = (
     ("rc", "repl_state", "i8", "-", "record",
      "at window k's end, replica r's state (state.RS_*; index k × replicas + r)"),
 )
+
+
+def _replicated(s: dict) -> bool:
+    """The summary's replication lines are printed: the run has replicas."""
+    return bool(s.get("replica_states_end"))
+
+
+RESULTS = (
+    M.Line(340, "  replication", lambda s: f"{s['cpu_repl_share']:.1%}", when=_replicated),
+    M.Metric("connected_slaves_end", "-", M.SUM, "INFO connected_slaves at the end",
+             made_by="_replication_summary"),
+    M.Metric("replica_states_end", "-", M.FIRST, "each replica's state at the end",
+             made_by="_replication_summary",
+             line=M.Line(350, "replicas at the end", lambda s: ", ".join(
+                 f"{st} ({lag / 2**20:,.1f} MB behind)" if st not in ("connecting", "wait_bgsave")
+                 else st for st, lag in zip(s["replica_states_end"], s["replica_lag_bytes_end"],
+                                            strict=True)), when=_replicated)),
+    M.Metric("replica_lag_bytes_end", "B", M.FIRST, "what each replica lacks at the end",
+             made_by="_replication_summary"),
+    M.Metric("sync_full", "-", M.SUM, "INFO sync_full", value=M.counter("STAT_SYNC_FULL"),
+             line=M.Line(360, "full / partial resyncs (refused partial)", lambda s: (
+                 f"{s['sync_full']:,} / {s['sync_partial_ok']:,} ({s['sync_partial_err']:,})"),
+                 when=_replicated)),
+    M.Metric("sync_partial_ok", "-", M.SUM, "INFO sync_partial_ok",
+             value=M.counter("STAT_SYNC_PARTIAL_OK")),
+    M.Metric("sync_partial_err", "-", M.SUM, "INFO sync_partial_err",
+             value=M.counter("STAT_SYNC_PARTIAL_ERR")),
+    M.Metric("replica_obuf_disconnections", "-", M.SUM, "replicas dropped at the output-buffer "
+             "limits", value=M.counter("STAT_REPL_OBUF_DROPS"),
+             line=M.Line(370, "replicas dropped: output buffer / timeout", lambda s: (
+                 f"{s['replica_obuf_disconnections']:,} / {s['replica_timeouts']:,}"),
+                 when=_replicated)),
+    M.Metric("replica_timeouts", "-", M.SUM, "replicas dropped at repl-timeout",
+             value=M.counter("STAT_REPL_TIMEOUTS")),
+    M.Metric("noreplicas_rejected", "-", M.SUM, "writes refused with -NOREPLICAS",
+             value=M.counter("STAT_NOREPLICAS"),
+             line=M.Line(410, "writes refused with -NOREPLICAS",
+                         lambda s: f"{s['noreplicas_rejected']:,}",
+                         when=lambda s: _replicated(s) and bool(s.get("noreplicas_rejected")))),
+    # At its largest, before a beforeSleep's writes: between the samples.
+    M.Metric("mem_total_replication_buffers_peak", "B", M.MAX, "the replication buffer's "
+             "largest size", value=M.larger(M.counter("REPL_BUF_PEAK"),
+                                           M.peak("mem_total_replication_buffers")),
+             line=M.Line(380, "replication buffer peak", lambda s: (
+                 f"{M.mb(s['mem_total_replication_buffers_peak'])} MB"), when=_replicated)),
+    # Dual-channel: the most stream a replica buffered itself in a full sync
+    # (its replicas_replication_buffers; not the primary's memory).
+    M.Metric("replica_fullsync_buffer_peak", "B", M.MAX, "the most stream a replica buffered "
+             "in a dual-channel sync", value=M.counter("REPL_LOCAL_PEAK"),
+             line=M.Line(390, "stream buffered on a replica (dual-channel), peak", lambda s: (
+                 f"{M.mb(s['replica_fullsync_buffer_peak'])} MB"),
+                 when=lambda s: _replicated(s) and bool(s.get("replica_fullsync_buffer_peak")))),
+    M.Metric("full_resync_interval_mean_s", "s", M.MEAN, "mean gap between full resyncs "
+             "(None for fewer than two)", made_by="_replication_summary",
+             line=M.Line(400, "full resyncs every (mean)",
+                         lambda s: M.fmt_s(s["full_resync_interval_mean_s"]),
+                         when=lambda s: _replicated(s)
+                         and bool(s.get("full_resync_interval_mean_s")))),
+    M.Column(700, "master_repl_offset", "B", "INFO master_repl_offset",
+             M.gauge("WI_REPL_OFFSET")),
+    M.Column(710, "connected_slaves", "-", "INFO connected_slaves",
+             M.gauge("WI_REPL_CONNECTED")),
+    M.Column(720, "replicas_online", "-", "replicas online", M.gauge("WI_REPL_ONLINE")),
+    M.Column(730, "mem_total_replication_buffers", "B", "INFO mem_total_replication_buffers",
+             M.gauge("WI_REPL_BUF")),
+    M.Column(740, "repl_max_lag_bytes", "B", "the most a replica lacks",
+             M.gauge("WI_REPL_LAG")),
+    M.Column(750, "replica_fullsync_buffer", "B", "dual-channel: the stream a replica "
+             "buffers itself", M.gauge("WI_REPL_LOCAL")),
+    M.Column(760, "sync_full", "-", "INFO sync_full", M.total("WI_SYNC_FULL")),
+    M.Column(770, "replica_obuf_disconnections", "-", "replicas dropped at the output-buffer "
+             "limits", M.total("WI_REPL_DROPS")),
+)
+"""The summary keys and time-series columns this module's figures make
+(``observe/metrics.py``)."""
 
 PROTO_IOBUF_LEN = 16_384  # a full sync's RDB goes 16 KB per read + write
 PING_BYTES = 14  # *1\r\n$4\r\nPING\r\n
@@ -936,7 +1012,6 @@ def configure(b) -> None:
     rows = [rep for rep in sc.replicas for _ in range(rep.count)]
     n = len(rows)
     b.I[S.REPL_N] = n
-    b.I[S.REPL_BL_SIZE] = server.repl_backlog_size
     hard, soft, secs = server.client_output_buffer_limit["replica"]
     configured_hard = hard  # what a dual-channel replica's buffer limit inherits
     if hard and hard < server.repl_backlog_size and sc.redis_version != "6.2":
@@ -952,11 +1027,8 @@ def configure(b) -> None:
     b.F[S.REPL_CRON_WHEN] = 1.0
     b.F[S.REPL_IDLE_SINCE] = -1.0
     b.F[S.REPL_NEXT] = math.inf
-    if server.min_replicas_max_lag > 0:
-        b.I[S.MIN_REPLICAS] = server.min_replicas_to_write
+    b.I[S.MIN_REPLICAS] = server.min_replicas_to_write if server.min_replicas_max_lag > 0 else 0
     online = [rep.start == "online" for rep in rows]
-    if any(online):
-        b.I[S.REPL_BACKLOG] = 1  # the replicas synced before the run: the backlog exists
     b.I[S.GOOD_REPLICAS] = sum(online)
     inf = math.inf
     m = max(n, 1)

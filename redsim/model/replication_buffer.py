@@ -60,6 +60,7 @@ from redsim.model.state import (
     REPL_OFFSET,
     RS_BGSAVE,
 )
+from redsim.observe import metrics as M
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
 # says what each entry holds: where, name, dtype, unit, kind, doc).
@@ -75,6 +76,13 @@ FIELDS = (
      "7.x: the backlog's first block (the buffer's oldest; blocks count from REPL_BASE)"),
     ("I", "REPL_BL_SIZE", "i8", "B", "config", "repl-backlog-size, B"),
 )
+
+
+RESULTS = (
+    M.Metric("master_repl_offset_end", "B", M.SUM, "INFO master_repl_offset at the end",
+             value=M.counter("REPL_OFFSET")),
+)
+"""The summary keys this module's figures make (``observe/metrics.py``)."""
 
 REPL_BLOCK_7 = 20_440
 """7.x: a replication buffer block's payload, B: ``zmalloc_usable`` of 16 KB +
@@ -174,3 +182,15 @@ def not_counted(w):
     mem = replication_memory(w)
     counted = I[REPL_BL_SIZE] + (I[REPL_BL_SIZE] // PROTO_REPLY_CHUNK_BYTES + 1) * BLOCK_OVERHEAD
     return mem - counted if mem > counted else 0
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def configure(b) -> None:
+    """``repl-backlog-size``, and the backlog itself when replicas synced
+    before the run (a ``replicas`` entry with ``start: online``)."""
+    sc = b.scenario
+    b.I[REPL_BL_SIZE] = sc.server.repl_backlog_size
+    if any(rep.start == "online" for rep in sc.replicas if rep.count):
+        b.I[REPL_BACKLOG] = 1  # createReplicationBacklog ran with the first replica

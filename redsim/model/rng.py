@@ -236,6 +236,43 @@ def server_seeds(seed: int) -> tuple[int, int]:
     return lecuyer_seeds(seed, 0x4B455953)
 
 
+# ---- the preload's draws (Python, at build time) ----------------------------------------
+
+
+PRELOAD_STREAM = 0x5052454C  # "PREL": the preload's own SeedSequence spawn key
+
+
+def preload_generator(seed: int, part: int) -> np.random.Generator:
+    """The preload's generator ``part`` (its own SeedSequence child of the run's
+    seed, so preloading never shifts the kernel's streams): 0 for the keys'
+    plan, 1 for the expires' order (``preload.py``), 2 for the collection
+    keyspaces' element counts (``collection.py``)."""
+    return np.random.Generator(np.random.PCG64(
+        np.random.SeedSequence(seed, spawn_key=(PRELOAD_STREAM, part))))
+
+
+def variates(rng: np.random.Generator, d, n: int) -> np.ndarray:
+    """``n`` variates of a scenario distribution ``d`` from a numpy generator,
+    as ``draw`` defines them (the preload's values and element counts)."""
+    if d.kind == "mixture":  # each variate from the component one uniform picks
+        which = np.minimum(np.searchsorted(np.cumsum(d.weights), rng.random(n), side="right"),
+                           len(d.parts) - 1)
+        out = np.empty(n)
+        for j, part in enumerate(d.parts):
+            mask = which == j
+            out[mask] = variates(rng, part, int(mask.sum()))
+        return out
+    if d.kind == "exponential":
+        return rng.exponential(d.mean, n)
+    if d.kind == "uniform":
+        return rng.uniform(d.low, d.high, n)
+    if d.kind == "lognormal":
+        return rng.lognormal(math.log(d.mean) - 0.5 * d.sigma ** 2, d.sigma, n)
+    if d.kind == "empirical":
+        return np.interp(rng.random(n), d.table_p, d.table_x)
+    return np.full(n, float(d.mean))
+
+
 # ---- configuration (Python, once per run) ---------------------------------------------
 
 
@@ -250,8 +287,8 @@ def configure(b) -> None:
     """
     from redsim.model import state as S
 
-    C, G = b.size["conns"], b.size["groups"]
-    need = 8 * (C * b.size["max_pipeline"] + b.size["timed"]) + 4096
+    C, G = b.size.conns, b.size.groups
+    need = 8 * (C * b.size.max_pipeline + b.size.timed) + 4096
     size = 1 << max(16, int(math.ceil(math.log2(need))))
     # A stream's seed depends on its index only (SeedSequence.spawn), so the
     # network's stream (one when network.rtt is a distribution: network.configure

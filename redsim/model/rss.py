@@ -45,6 +45,7 @@ from redsim.model.state import (
     REPL_BACKLOG,
     RSS_BASE,
 )
+from redsim.observe import metrics as M
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
 # says what each entry holds: where, name, dtype, unit, kind, doc).
@@ -58,6 +59,56 @@ FIELDS = (
     ("wi", "WI_AL_ACTIVE", "i8", "B", "gauge", "allocator_active at the window's end, B"),
     ("wi", "WI_AL_RESIDENT", "i8", "B", "gauge", "allocator_resident at the window's end, B"),
 )
+
+
+_INFO_RATIOS = ((610, "allocator_frag", "WI_AL_ACTIVE", "WI_AL_ALLOCATED"),
+                (620, "allocator_rss", "WI_AL_RESIDENT", "WI_AL_ACTIVE"),
+                (630, "rss_overhead", "WI_RSS", "WI_AL_RESIDENT"),
+                (640, "mem_fragmentation", "WI_RSS", "WI_USED_MEMORY"))
+"""INFO memory's ratios (``src/server.c:genRedisInfoString``) as columns: place,
+name, numerator, denominator; each also as their difference, ``<name>_bytes``."""
+
+
+RESULTS = (
+    M.Metric("used_memory_rss_end", "B", M.SUM, "INFO used_memory_rss at the end",
+             value=M.end("used_memory_rss"),
+             line=M.Line(150, "used_memory_rss end / peak", lambda s: " / ".join(
+                 M.mb(s[k]) for k in ("used_memory_rss_end", "used_memory_rss_peak"))
+                 + f" MB (fragmentation ratio {s['mem_fragmentation_ratio_end']:.2f} at "
+                 "the end)")),
+    M.Metric("used_memory_rss_peak", "B", M.series_peak("used_memory_rss"),
+             "used_memory_rss's largest sample", value=M.peak("used_memory_rss")),
+    M.Metric("host_memory_peak", "B", M.series_peak("host_memory"),
+             "RSS and a fork child's copied pages, largest sample", value=M.peak("host_memory")),
+    M.Metric("allocator_allocated_end", "B", M.SUM, "INFO allocator_allocated at the end",
+             value=M.end("allocator_allocated")),
+    M.Metric("allocator_active_end", "B", M.SUM, "INFO allocator_active at the end",
+             value=M.end("allocator_active")),
+    M.Metric("allocator_resident_end", "B", M.SUM, "INFO allocator_resident at the end",
+             value=M.end("allocator_resident")),
+    M.Metric("allocator_frag_ratio_end", "-", M.MEAN, "INFO allocator_frag_ratio at the end",
+             value=M.end("allocator_frag_ratio", float)),
+    M.Metric("rss_overhead_ratio_end", "-", M.MEAN, "INFO rss_overhead_ratio at the end",
+             value=M.end("rss_overhead_ratio", float)),
+    M.Metric("mem_fragmentation_ratio_end", "-", M.MEAN, "INFO mem_fragmentation_ratio at "
+             "the end", value=M.end("mem_fragmentation_ratio", float)),
+    M.Column(570, "used_memory_rss", "B", "INFO used_memory_rss", M.gauge("WI_RSS")),
+    M.Column(580, "allocator_allocated", "B", "INFO allocator_allocated",
+             M.gauge("WI_AL_ALLOCATED")),
+    M.Column(590, "allocator_active", "B", "INFO allocator_active", M.gauge("WI_AL_ACTIVE")),
+    M.Column(600, "allocator_resident", "B", "INFO allocator_resident",
+             M.gauge("WI_AL_RESIDENT")),
+    *(M.Column(at, f"{name}_ratio", "-", f"INFO {name}_ratio", M.info_ratio(num, den))
+      for at, name, num, den in _INFO_RATIOS),
+    *(M.Column(at + 40, f"{name}_bytes", "B", f"INFO {name}_bytes",
+               lambda r, num=num, den=den: M.row(r, num) - M.row(r, den))
+      for at, name, num, den in _INFO_RATIOS),
+    # A fork child's copied pages are its own: on the host they come on top of RSS.
+    M.Column(690, "host_memory", "B", "RSS and a fork child's copied pages",
+             lambda r: M.row(r, "WI_RSS") + M.row(r, "WI_COW_BYTES")),
+)
+"""The summary keys and time-series columns this module's figures make
+(``observe/metrics.py``)."""
 
 OUTSIDE_JEMALLOC = 7_700_000
 """RSS of an empty 7.0.15 outside jemalloc, bytes: ``used_memory_rss`` 12.17-12.27 MB
@@ -112,9 +163,10 @@ def configure(b) -> None:
 def start(w, b) -> None:
     """jemalloc's metadata base: what makes the empty server's resident the
     measured ``STARTUP_RESIDENT`` once Redis's own allocations are placed
-    (``arena.start`` runs first)."""
+    (``arena.start`` runs first). Written through ``b.I`` (the same array as
+    ``w.I``), which records that a step set this config scalar."""
     from redsim.model import state as S
 
     I = w.I
-    I[S.AL_META_BASE] = max(0, STARTUP_RESIDENT - int(I[S.AL_PAGES_ACTIVE]) * PAGE
-                            - EXTENT_META * int(I[S.AL_EXTENTS]))
+    b.I[S.AL_META_BASE] = max(0, STARTUP_RESIDENT - int(I[S.AL_PAGES_ACTIVE]) * PAGE
+                              - EXTENT_META * int(I[S.AL_EXTENTS]))

@@ -59,6 +59,7 @@ from redsim.model.state import (
     T,
 )
 from redsim.observe import groups
+from redsim.observe import metrics as M
 from redsim.observe.bins import count
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -91,6 +92,16 @@ FIELDS = (
     ("cn", "next_script", "f8", "s", "state",
      "the generated command's script run time, s; 0 = not a script"),
 )
+
+
+RESULTS = (
+    M.Metric("busy_rejected", "-", M.SUM, "commands refused with -BUSY",
+             value=M.counter("STAT_BUSY")),
+    M.Column(470, "busy_rejected_per_sec", "1/s", "commands refused with -BUSY per second",
+             M.rate("WI_BUSY")),
+)
+"""The summary keys and time-series columns this module's figures make
+(``observe/metrics.py``)."""
 
 # The -BUSY error (src/server.c: shared.slowevalerr; FCALL's says FUNCTION KILL,
 # one byte longer, not distinguished).
@@ -159,5 +170,5 @@ def configure(b) -> None:
            mix_script_kind=np.array(kind, np.int64), mix_script_mean=np.array(mean),
            mix_script_low=np.array(low), mix_script_high=np.array(high),
            mix_script_sigma=np.array(sigma))
-    b.fill("cn", next_script=np.zeros(b.size["conns"]))
+    b.fill("cn", next_script=np.zeros(b.size.conns))
     b.fill("gp", busy=np.zeros(len(sc.clients), np.int64))

@@ -2,7 +2,7 @@
 
 No Redis source: the arithmetic shared by the configure steps that size the
 kernel's arrays (``clients.configure``, ``preload.plan``) and by validation,
-which refuses a run that would allocate too much (``config/schema.py``)
+which refuses a run that would allocate too much (``config/schema/``)
 before building anything. No numba, no numpy: ``redsim.config`` imports it.
 """
 

@@ -14,7 +14,8 @@ kernel (``row * n_columns + column``).
 
 Nothing here is counted by hand: each mechanism declares the state it owns in
 a ``FIELDS`` block next to its code (``model/layout.py`` says what an entry
-holds), and this module reads the blocks in ``OWNERS`` order and assigns the
+holds), and this module reads the blocks in ``OWNERS`` order (the order the
+mechanisms are registered in, ``model/mechanisms.py``) and assigns the
 indices (``T``, ``C_EV_CALL``, ``W_CPU_COMMANDS``, ...), the parts'
 namedtuples, ``FLOAT_FIELDS``, ``ROWS`` and the ``World``'s field order (which
 is also the kernel's pointer table, ``model.world.pack``).
@@ -35,29 +36,15 @@ from collections import namedtuple
 import numpy as np
 
 from redsim.model import layout as _layout
+from redsim.model import mechanisms as _mechanisms
 
 # ---- The declared state --------------------------------------------------------
 # Every scalar (F, I), per-entity field (the parts below) and recorded series
 # (rc_wf, rc_wi) is declared by the mechanism that owns it, in a FIELDS block
 # next to its code (model/layout.py says what an entry holds). The owners are
-# read in this order, which is the layout's; nothing is counted by hand.
-OWNERS = (
-    "model.main_thread", "model.netstack", "model.io_threads", "model.event_loop",
-    "model.clients", "model.network", "model.client_threads", "model.client_memory",
-    "model.clients_cron",
-    "model.client_close", "model.client_eviction", "model.protocol",
-    "model.call", "model.cpu_caches", "model.scripts", "model.locality", "model.db",
-    "model.objects", "model.bigkeys",
-    "model.collection", "model.lazyfree", "model.arena", "model.nonfull",
-    "model.tcache", "model.rss",
-    "model.admin", "model.memory",
-    "model.eviction", "model.lfu", "model.expire",
-    "model.aof", "model.disk", "model.fork", "model.replication_buffer", "model.replication",
-    "model.cow", "model.defrag", "model.latency",
-    "model.events",
-    "model.heap", "model.wheel", "model.rng", "observe.bins", "observe.groups",
-    "observe.stalls",
-)
+# read in the order they are registered in (model/mechanisms.py), which is the
+# layout's; nothing is counted by hand.
+OWNERS = tuple(m.module for m in _mechanisms.MECHANISMS if m.state)
 
 PARTS = (
     # (prefix, namedtuple, stored row by row, what one entity is)
@@ -99,7 +86,7 @@ N_WI = LAYOUT.sizes["wi"]
 N_CPU = LAYOUT.sizes["cpu"]  # the first N_CPU rows of rc_wf are main-thread activities
 
 # serverCron's frequency bounds (src/server.h): `hz` is clamped to them when it
-# is applied (config/schema.py), and dynamic-hz doubles it up to the maximum.
+# is applied (config/schema/server.py), and dynamic-hz doubles it up to the maximum.
 CONFIG_MIN_HZ = 1
 CONFIG_MAX_HZ = 500
 
@@ -194,7 +181,7 @@ DIST_LOGNORMAL = 3
 # 0 to 1) and tb_emp_x (values), which the kernel holds as the distribution's
 # low and high (model/rng.py empirical; build.py).
 DIST_EMPIRICAL = 4
-EMP_MAX_POINTS = 1001  # most points in one empirical table (config/schema.py)
+EMP_MAX_POINTS = 1001  # most points in one empirical table (config/schema/distributions.py)
 # A mixture: components first..last (inclusive) of the tb dmix_* tables, held as
 # the distribution's low and high (model/rng.py draw; blueprint.py dist).
 DIST_MIXTURE = 5

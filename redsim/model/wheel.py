@@ -167,3 +167,24 @@ def wheel_size(groups, n_slots: list[int]) -> tuple[float, int]:
     width = min(max(1.0 / rate, 1e-7), 1.0) if rate > 0 else 1.0
     n_buckets = 1 << int(math.ceil(math.log2(min(max(2 * sources, 64), 1 << 22))))
     return width, n_buckets
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def configure(b) -> None:
+    """An empty wheel of ``event_entries`` entries (``events.configure``), all
+    on the free list, its buckets sized by ``wheel_size`` from the groups."""
+    import numpy as np
+
+    cap = b.size.event_entries
+    width, n_buckets = wheel_size(b.scenario.clients,
+                                  [int(n) for n in b.part("gp")["n_slots"]])
+    nxt = np.arange(1, cap + 1, dtype=np.int64)
+    nxt[-1] = -1  # the free list: every entry, in order
+    b.fill("wh", head=np.full(n_buckets, -1, np.int64), t=np.zeros(cap),
+           seq=np.zeros(cap, np.int64), kind=np.zeros(cap, np.int64),
+           id=np.zeros(cap, np.int64), next=nxt)
+    b.I[WH_MASK] = n_buckets - 1
+    b.I[WH_FREE] = 0
+    b.F[WH_INV] = 1.0 / width

@@ -13,11 +13,18 @@ operation, as jemalloc does). Larger extents, and every allocation when
 ``used_memory`` is zmalloc's own counter, kept by the callers
 (``objects.py``, ``db.py``, ``memory.py``): these functions place the
 allocations, they do not count them.
+
+``new_arena`` builds the arena and thread cache of one thread on their own,
+outside a run (tests, sizing): here, above both modules.
 """
 
 from __future__ import annotations
 
-from redsim.model import tcache
+import functools
+from collections import namedtuple
+
+from redsim.model import arena, tcache
+from redsim.model import state as S
 from redsim.model.arena import (
     LARGE,
     PAGE,
@@ -82,3 +89,29 @@ def zfree_pair(w, v):
     """Free both allocations of an ``arena.pair`` (either may be 0)."""
     zfree(w, lo_handle(v))
     zfree(w, hi_handle(v))
+
+
+# ---- a stand-alone arena (Python) ------------------------------------------------------
+
+
+@functools.cache
+def _standalone_type(fields: tuple[str, ...]) -> type:
+    """One namedtuple class per field list: numba compiles a function once per
+    argument type, and a new class per arena would compile it for each."""
+    return namedtuple("StandaloneArena", fields)
+
+
+def new_arena(quantum16: bool, max_slabs: int, tcache_on: bool = True):
+    """A stand-alone arena (for tests and sizing): a namedtuple with ``I`` and
+    ``F`` and every ``al`` field, empty, with room for ``max_slabs`` slabs, and
+    the thread cache on or off (``zmalloc`` goes through it)."""
+    fields = {f"al_{f}": v for f, v in {**arena.bins(quantum16),
+                                         **tcache.bins(quantum16)}.items()}
+    fields.update({f"sb_{f}": v for f, v in
+                   arena.slab_arrays(max_slabs, len(fields["al_reg_size"])).items()})
+    F, I = S.new_scalars()
+    I[S.Q16] = int(quantum16)
+    I[S.AL_MAX_SLABS] = max_slabs
+    I[S.AL_DECAY_MS] = 10_000
+    tcache.start(I, tcache_on, quantum16)
+    return _standalone_type(("F", "I", *fields))(F, I, **fields)

@@ -34,6 +34,7 @@ from redsim.model.state import (
     WIN_K,
     WIN_LO,
 )
+from redsim.observe import metrics as M
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
 # says what each entry holds: where, name, dtype, unit, kind, doc).
@@ -76,6 +77,40 @@ FIELDS = (
     ("rc", "whist", "i8", "-", "record",
      "the current window's latency histogram (CUR_WIN), emptied when the window closes"),
 )
+
+
+RESULTS = (
+    M.Metric("requests_completed", "-", M.SUM, "requests completed after the warm-up",
+             value=M.counter("LAT_N"),
+             line=M.Line(50, "requests completed", lambda s: f"{s['requests_completed']:,}")),
+    M.Metric("throughput_rps", "1/s", M.SUM, "requests completed per second after the warm-up",
+             value=lambda r: r.summary["requests_completed"] / (
+                 float(r.scenario.duration) - float(r.scenario.warmup)),
+             line=M.Line(60, "throughput", lambda s: f"{s['throughput_rps']:,.0f} req/s")),
+    M.Metric("latency_mean_s", "s", M.weighted("requests_completed"),
+             "the client-observed latency's mean after the warm-up",
+             made_by="Result.from_world",
+             line=M.Line(80, "latency mean", lambda s: M.fmt_s(s["latency_mean_s"]))),
+    *(M.Metric(f"latency_{p}_s", "s", M.HISTOGRAM,
+               f"the client-observed latency's {p} after the warm-up (histogram buckets)",
+               made_by="Result.from_world") for p in ("p50", "p90", "p99", "p999")),
+    M.Line(90, "latency p50 / p99 / p99.9", lambda s: " / ".join(
+        M.fmt_s(s[f"latency_{p}_s"]) for p in ("p50", "p99", "p999"))),
+    M.Metric("latency_max_s", "s", M.MAX, "the largest client-observed latency after the "
+             "warm-up", made_by="Result.from_world",
+             line=M.Line(100, "latency max", lambda s: M.fmt_s(s["latency_max_s"]))),
+    M.Column(30, "requests_per_sec", "1/s", "requests completed per second",
+             M.rate("WI_DONE")),
+    M.Column(210, "latency_mean", "s", "the window's mean latency (NaN without requests)",
+             M.per_request("W_LAT_SUM")),
+    *(M.Column(at, f"latency_{p}", "s", f"the window's latency {p}", M.gauge(series))
+      for at, p, series in ((220, "p50", "W_P50"), (230, "p90", "W_P90"),
+                            (240, "p99", "W_P99"), (250, "p999", "W_P999"))),
+    M.Column(260, "latency_max", "s", "the window's largest latency (NaN without requests)",
+             M.when_done("W_LAT_MAX")),
+)
+"""The summary keys and time-series columns this module's figures make
+(``observe/metrics.py``)."""
 
 EDGES = _EDGES
 
@@ -192,5 +227,6 @@ def configure(b) -> None:
            hist=np.zeros(N_BUCKETS, np.int64), whist=np.zeros(N_BUCKETS, np.int64))
     b.F[DT] = dt
     b.F[S.T_NEXT_SNAP] = dt
+    b.F[S.WARMUP] = b.scenario.warmup
     b.I[N_WIN] = n_win
     b.info["n_windows"] = n_win - 1

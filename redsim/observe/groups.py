@@ -20,6 +20,7 @@ from __future__ import annotations
 from redsim.model.histogram import _EDGES, N_BUCKETS, bucket, quantile_from
 from redsim.model.jit import leaf, step
 from redsim.model.state import CONNECTED, CONNECTED_PEAK, GRP_REC, N_GROUPS, N_WIN, WARMUP
+from redsim.observe import metrics as M
 from redsim.observe.bins import window
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -62,6 +63,15 @@ FIELDS = (
     ("rc", "gw_p50", "f8", "s", "record", "each group's median latency per window, s (NaN: none)"),
     ("rc", "gw_p99", "f8", "s", "record", "each group's 99th percentile per window, s (NaN: none)"),
 )
+
+
+RESULTS = (
+    M.Metric("connections_peak", "-", M.MAX, "the most connections open at once",
+             value=M.counter("CONNECTED_PEAK")),
+)
+"""The summary keys this module's figures make (``observe/metrics.py``); each
+client group's ``<group>.<metric>`` keys (``result.GROUP_METRICS``) are
+declared by the run's key of the same name."""
 
 
 @leaf

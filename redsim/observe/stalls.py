@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from redsim.model.jit import leaf, step
 from redsim.model.state import IN_FLIGHT, N_STALLS, STALL_MIN
+from redsim.observe import metrics as M
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
 # says what each entry holds: where, name, dtype, unit, kind, doc).
@@ -35,6 +36,21 @@ FIELDS = (
     ("rc", "st_row", "i8", "-", "record", "each kept stall's activity (its W_CPU_* row)"),
     ("rc", "st_inflight", "i8", "-", "record", "requests in flight when each kept stall began"),
 )
+
+
+RESULTS = (
+    M.Metric("stalls", "-", M.SUM, "stalls at least stall-threshold long (kept or not)",
+             value=M.counter("N_STALLS"),
+             line=M.Line(200, "stalls (main thread held >= stall-threshold)", lambda s: (
+                 f"{s.get('stalls', 0):,}" + (
+                     f": {s['stall_causes'].replace(';', ', ')}; longest "
+                     f"{M.fmt_s(s['stall_max_s'])}" if s.get("stalls") else "")))),
+    M.Metric("stall_causes", "-", M.CAUSES, "the kept stalls by cause, cause=count;...",
+             made_by="_stall_summary"),
+    M.Metric("stall_max_s", "s", M.MAX, "the longest kept stall", made_by="_stall_summary"),
+    M.Metric("stall_time_s", "s", M.SUM, "the kept stalls' total", made_by="_stall_summary"),
+)
+"""The summary keys this module's figures make (``observe/metrics.py``)."""
 
 STALL_CAP = 4096
 """Stalls whose details are kept (the count goes on past it)."""

@@ -81,7 +81,7 @@ def execute(task: RunTask) -> dict[str, Any]:
         ``wall_s``, ``shared_start`` (True if the keyspace came from an image),
         and ``model`` (the hash of the model's source that ran it).
     """
-    from redsim.simulation import simulate
+    from redsim.driver import simulate
 
     t0 = time.perf_counter()
     cycles: list[dict] = []
@@ -106,16 +106,16 @@ def execute(task: RunTask) -> dict[str, Any]:
 
 def shared_start_order(tasks: list[RunTask]) -> list[RunTask]:
     """The tasks with those that can share a keyspace next to each other (same
-    ``keyspace_key``), each group in the order of its first task, and within a
+    ``config.loader.keyspace_hash``), each group in the order of its first task, and within a
     group the fewest connections first: an image serves runs whose slab and
     row spares are at least its own (``keyspace_image.fits``). A worker then
     builds each keyspace about once. Results do not depend on the order."""
-    from redsim.model.keyspace_image import keyspace_key
+    from redsim.config.loader import keyspace_hash
     from redsim.model.sizing import connection_rows
 
     if not any(t.shared_start for t in tasks):
         return tasks
-    keys = [keyspace_key(t.scenario, t.seed) for t in tasks]
+    keys = [keyspace_hash(t.scenario, t.seed) for t in tasks]
     first = {k: i for i, k in reversed(list(enumerate(keys)))}
     conns = [sum(g.processes * connection_rows(g) for g in t.scenario.clients) for t in tasks]
     order = sorted(range(len(tasks)), key=lambda i: (first[keys[i]], conns[i], i))

@@ -4,9 +4,12 @@
 - ``twitter``: Twitter's cache-trace CSV (``twitter.py``);
 - ``oracle-general``: libCacheSim's oracleGeneral binary records (``oracle_general.py``).
 
-``load_trace`` reads any of them; ``load_group_trace`` reads a client group's. No
-numba: ``redsim/config`` reads the file when it validates a scenario, so a
-malformed trace is a ScenarioError at load time, naming its line (or record).
+``load_trace`` reads any of them; ``load_group_trace`` reads a client group's,
+``group_traces`` every group's. No numba: ``redsim/config`` reads the file
+when it validates a scenario, so a malformed trace is a ScenarioError at load
+time, naming its line (or record); the driver (``kernel.Kernel``) hands the
+groups' traces to the build (``build.build_world``), since the kernel imports
+nothing of this package.
 
 The cache-trace formats give each request a key; the readers number the keys
 0, 1, 2, … by first appearance into the group's keyspace (``Trace.key``), and
@@ -27,11 +30,11 @@ from redsim.traces.arrays import OVERFLOWS
 from redsim.traces.oracle_general import read_oracle_general
 from redsim.traces.twitter import read_twitter
 
-__all__ = ["BINARY_FORMATS", "FORMATS", "OVERFLOWS", "load_group_trace", "load_trace",
-           "read_oracle_general", "read_twitter"]
+__all__ = ["BINARY_FORMATS", "FORMATS", "OVERFLOWS", "group_traces", "load_group_trace",
+           "load_trace", "read_oracle_general", "read_twitter"]
 
 FORMATS = ("commands", "twitter", "oracle-general")
-"""The ``trace-format`` values (``redsim/config/schema.py``'s ``TraceFormat``)."""
+"""The ``trace-format`` values (``redsim/config/schema/types.py``'s ``TraceFormat``)."""
 
 BINARY_FORMATS = frozenset(("oracle-general",))
 """Formats of fixed-size records: a TraceError's ``line`` is the record's number."""
@@ -103,3 +106,11 @@ def load_group_trace(group: Any) -> Trace:
     return load_trace(group.trace, group.trace_format, group.trace_speed,
                       group.keyspace.keys, overflow=group.trace_key_overflow,
                       key_size=group.key_size)
+
+
+def group_traces(scenario: Any) -> tuple[Trace | None, ...]:
+    """Each client group of a validated scenario's trace (``load_group_trace``),
+    None for a group that replays none: what ``build.build_world`` takes as
+    ``traces`` (``Blueprint.traces``, indexed by group)."""
+    return tuple(load_group_trace(g) if g.kind == "trace" else None
+                 for g in scenario.clients)
