@@ -145,8 +145,9 @@ RESULTS = (
                          when=_persisting)),
     M.Metric("aof_current_size_end", "B", M.SUM, "INFO aof_current_size at the end",
              value=M.counter("AOF_SIZE")),
-    # Added up by a host (the rule the key's name gave before it was declared).
-    M.Metric("aof_buffer_length_max", "B", M.SUM, "aof_buf's largest sample",
+    # A host's is its largest instance's (before the declarations the key's
+    # name made the host add the instances' peaks, which need not coincide).
+    M.Metric("aof_buffer_length_max", "B", M.MAX, "aof_buf's largest sample",
              value=M.peak("aof_buffer_length")),
     M.Metric("fsync_median_usecs_bucket", "us", M.FIRST, "the median fsync's log2 bucket "
              "[lo, hi] (only with fsyncs)", made_by="_persistence_summary"),
