@@ -1,4 +1,4 @@
-"""A client group's schedule of phases (``phases:``; ``clients.phase_step``):
+"""A client group's schedule of phases (``phases:``; ``client_lifecycle.phase_step``):
 threads, think time and rate per phase, each phase's throughput against the
 response time law X = N / (Z + R), N the phase's threads."""
 

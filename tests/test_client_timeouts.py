@@ -1,5 +1,5 @@
 """Client timeouts, reconnects with backoff and maxclients refusals
-(``model/clients.py``): each against a hand-worked timeline, and the storm a
+(``model/client_failures.py``): each against a hand-worked timeline, and the storm a
 brief stall turns into (``scenarios/reconnect-storm*.yaml``)."""
 
 from __future__ import annotations

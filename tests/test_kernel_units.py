@@ -58,5 +58,5 @@ def test_a_part_filled_twice_or_not_at_all_is_a_wiring_error():
     b.fill("ep", key=None, idle=None)
     with pytest.raises(RuntimeError, match=r"part 'ep': field\(s\) \['idle'\] filled twice"):
         b.fill("ep", idle=None)
-    with pytest.raises(RuntimeError, match=r"part 'cn' \(Conns\): no step filled \['pool'"):
+    with pytest.raises(RuntimeError, match=r"part 'cn' \(Conns\): no step filled \['partial'"):
         b.parts()

@@ -1,5 +1,5 @@
-"""Client groups that start, stop and surge (``model/clients.py``: group_off,
-group_on): their connections open and close with them, with the client memory
+"""Client groups that start, stop and surge (``model/client_lifecycle.py``:
+group_off, group_on): their connections open and close with them, with the client memory
 they bring and free, and a surge at a full cache evicts that memory's worth of
 keys (``scenarios/client-surge.yaml``)."""
 

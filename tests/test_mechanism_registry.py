@@ -59,6 +59,17 @@ NEW_STEPS = {"model.client_memory": "model.memory", "model.lfu": "model.eviction
 # Start steps moved since to another module, at the same place in the order:
 # placing the preloaded keys went from db.start to preload.start with the plan.
 MOVED_STARTS = {"model.db": "model.preload"}
+# Modules split out of model.clients since (issue #44), each placed in the
+# layout after the one named. Their steps run where clients' ran, in the order
+# their parts ran inside clients.configure: the pools, the sources' think times
+# before clients' own (the value sizes), the phases' think times after (the
+# order the empirical tables are appended in).
+NEW_OWNERS = {"model.pools": "model.clients", "model.sources": "model.pools",
+              "model.client_lifecycle": "model.sources",
+              "model.client_requests": "model.client_lifecycle",
+              "model.client_failures": "model.client_requests"}
+SPLIT_STEPS = ("model.pools", "model.sources", "model.clients", "model.client_lifecycle",
+               "model.client_requests", "model.client_failures")
 
 
 def _entry(module: str) -> M.Mechanism:
@@ -70,9 +81,14 @@ def _scenario():
 
 
 def test_owners_and_steps_follow_from_the_registry_in_the_old_order():
-    assert S.OWNERS == OWNERS_0042C36
+    assert tuple(m for m in S.OWNERS if m not in NEW_OWNERS) == OWNERS_0042C36
+    for new, after in NEW_OWNERS.items():
+        assert S.OWNERS[S.OWNERS.index(new) - 1] == after
     order = [m.module for m, _configure in build.STEPS]
-    assert [m for m in order if m not in NEW_STEPS] == list(STEPS_0042C36)
+    assert [m for m in order if m not in NEW_STEPS and m not in NEW_OWNERS] \
+        == list(STEPS_0042C36)
+    split = order.index("model.pools")
+    assert tuple(order[split - 1:split + len(SPLIT_STEPS)]) == ("model.disk",) + SPLIT_STEPS
     for new, after in NEW_STEPS.items():
         assert order[order.index(new) - 1] == after
     assert [m.module for m, _start in build.START] == [MOVED_STARTS.get(m, m)
@@ -148,22 +164,22 @@ def test_a_step_needing_a_size_no_earlier_step_provides_is_refused():
 def test_a_step_reads_and_sets_only_the_sizes_its_entry_names():
     b = Blueprint(_scenario(), 1)
     with pytest.raises(AttributeError, match="size 'conns' read before any step set it "
-                                             r"\(provided by model.clients\)"):
+                                             r"\(provided by model.pools\)"):
         _ = b.size.conns
     with pytest.raises(AttributeError, match="no size 'conn'; the sizes are conns, "):
         _ = b.size.conn
-    with b.running(_entry("model.clients")):
+    with b.running(_entry("model.pools")):
         b.size.conns = 3
         with pytest.raises(AttributeError, match="size 'conns' set twice"):
             b.size.conns = 4
-        with pytest.raises(AttributeError, match="model.clients.configure sets size "
+        with pytest.raises(AttributeError, match="model.pools.configure sets size "
                                                  "'once_lo', which only model.db provides"):
             b.size.once_lo = 1
-        b.size.slots = b.size.groups = b.size.max_pipeline = b.size.timed = 1
+    with b.running(_entry("model.sources")):
+        b.size.slots = b.size.timed = 1
     with pytest.raises(RuntimeError, match=re.escape(
-            "model.clients.configure did not set size(s) "
-            "['conns', 'slots', 'groups', 'max_pipeline', 'timed']")):
-        with Blueprint(_scenario(), 1).running(_entry("model.clients")):
+            "model.sources.configure did not set size(s) ['slots', 'timed']")):
+        with Blueprint(_scenario(), 1).running(_entry("model.sources")):
             pass  # sets nothing
     with b.running(_entry("model.scripts")):
         assert b.size.conns == 3
@@ -182,3 +198,25 @@ def test_a_step_reading_a_scalar_a_later_step_writes_fails_the_build(monkeypatch
     with pytest.raises(RuntimeError, match=re.escape(
             "observe.groups's step reads I[N_WIN] before observe.bins's step wrote it")):
         build.build_world(_scenario(), 1)
+
+
+def test_the_client_sides_steps_fill_only_their_own_modules_fields(monkeypatch):
+    # clients.configure filled every client-side field (and client_memory's)
+    # before the split; now each step fills what its module declares.
+    owner = {(pre, f.name): f.owner for pre, fields in S.LAYOUT.parts.items() for f in fields}
+    client_side = {"model.clients", *NEW_OWNERS, "model.client_memory"}
+    foreign = []
+    fill = Blueprint.fill
+
+    def checked(self, pre, **fields):
+        if self.step is not None and self.step.module in client_side:
+            foreign.extend((self.step.module, pre, k, owner[(pre, k)]) for k in fields
+                           if owner[(pre, k)] != self.step.module)
+        return fill(self, pre, **fields)
+
+    monkeypatch.setattr(Blueprint, "fill", checked)
+    sc = load_scenario({"name": "u", "duration": 1, "clients": [
+        {"name": "a", "timeout": "5ms", "phases": [{"at": 0.5, "threads": 1}]},
+        {"name": "b", "kind": "open", "rate": "1k/s", "stop": 0.5}]})
+    build.build_world(sc, 1)
+    assert foreign == []

@@ -10,11 +10,11 @@ What the client sees depends on where its request was:
 
 - no request in flight, or the last byte of its reply already written: the
   reply arrives, then the EOF; the pool finds the connection dead at its next
-  checkout and dials again (``clients.send_on``);
+  checkout and dials again (``client_requests.send_on``);
 - a request not yet answered (its bytes in flight to Redis, unread, being
   run, or its reply not all written): the EOF or reset reaches the client
   half an RTT later (``EV_CLOSED``), the request fails there
-  (``clients.server_closed``) and the source retries after its group's
+  (``client_failures.server_closed``) and the source retries after its group's
   ``retry-backoff``. Bytes of it still on their way to Redis are dropped on
   arrival.
 

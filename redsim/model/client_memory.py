@@ -418,7 +418,18 @@ def resize_output_buffer(w, c):
 
 
 def configure(b) -> None:
-    """The ``client`` struct's allocation for the version (``memory.CLIENT_STRUCT_BYTES``)."""
+    """The ``client`` struct's allocation for the version (``memory.CLIENT_STRUCT_BYTES``),
+    and each connection's buffers and memory, zeroed (out of any client-eviction
+    bucket)."""
+    import numpy as np
+
     from redsim.model.memory import CLIENT_STRUCT_BYTES
 
     b.I[CLIENT_STRUCT] = CLIENT_STRUCT_BYTES[b.scenario.redis_version]
+    C = b.size.conns
+    b.fill("cn",
+           ce_bucket=np.full(C, -1, np.int64), ce_entered=np.zeros(C, np.int64),
+           qb_alloc=np.zeros(C, np.int64), qb_peak=np.zeros(C, np.int64), t_read=np.zeros(C),
+           qb_room=np.zeros(C, np.int64), qb_hdr=np.zeros(C, np.int64),
+           buf_usable=np.zeros(C, np.int64), buf_peak=np.zeros(C, np.int64),
+           t_buf_reset=np.zeros(C), mem=np.zeros(C, np.int64), mem_info=np.zeros(C, np.int64))

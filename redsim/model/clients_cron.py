@@ -20,7 +20,7 @@ clients are exempt in Redis; the model has none of them. The close is
 and it costs one ``engine.cpu.close`` on the main thread, recorded as
 connection work.
 
-The client finds out at its next use (``clients.issue``): a pool's
+The client finds out at its next use (``client_requests.send_on``): a pool's
 connection the server closed is dead, and the library dials a new one
 before sending (redis-py's ``get_connection`` sees the EOF with
 ``can_read()`` and reconnects; go-redis checks a pooled connection's health

@@ -63,16 +63,16 @@ class Sizes:
     __slots__ = ("_values", "_step")
 
     conns: int
-    """Connection slots, rows of ``cn`` (every group's pool; ``clients``)."""
+    """Connection slots, rows of ``cn`` (every group's pool; ``pools``)."""
     slots: int
-    """Request slots, rows of ``rq`` (``clients``)."""
+    """Request slots, rows of ``rq`` (``sources``)."""
     groups: int
     """Client groups, rows of ``gp`` (``clients``)."""
     max_pipeline: int
-    """Most requests one connection sends before it reads a reply (``clients``)."""
+    """Most requests one connection sends before it reads a reply (``client_requests``)."""
     timed: int
     """Request slots whose sources draw think times from the random buffers
-    (closed, not recorded, not memoryless; ``clients``)."""
+    (closed, not recorded, not memoryless; ``sources``)."""
     collection_keys: int
     """Key rows of the collection keyspaces' keys and of the collections the
     groups' command traces name (``collection``)."""
@@ -140,11 +140,23 @@ MECHANISMS = (
     Mechanism("model.netstack"),
     Mechanism("model.io_threads", step=350),
     Mechanism("model.event_loop", step=340, needs=("conns",)),
-    Mechanism("model.clients", step=30,
-              provides=("conns", "slots", "groups", "max_pipeline", "timed")),
+    Mechanism("model.clients", step=30, needs=("conns",), provides=("groups",)),
+    # The client side's other modules (split out of clients, issue #44). Their
+    # steps run where clients' ran, in the order their parts ran inside it: the
+    # pools lay out the connection rows; then the think times (sources), the value
+    # sizes (clients) and the phases' think times (client_lifecycle) append their
+    # empirical tables, each step for every group in turn. With several groups a
+    # table's place in tb_emp_* moved (before, they went group by group), not its
+    # points: a draw reads only its own points (rng.empirical).
+    Mechanism("model.pools", step=24, provides=("conns",)),
+    Mechanism("model.sources", step=26, provides=("slots", "timed")),
+    Mechanism("model.client_lifecycle", step=32, needs=("slots",)),
+    Mechanism("model.client_requests", step=34, needs=("conns", "slots"),
+              provides=("max_pipeline",)),
+    Mechanism("model.client_failures", step=36, needs=("conns", "slots")),
     Mechanism("model.network", step=40, needs=("conns", "groups")),
     Mechanism("model.client_threads", step=50, needs=("conns",)),
-    Mechanism("model.client_memory", step=155),
+    Mechanism("model.client_memory", step=155, needs=("conns",)),
     Mechanism("model.clients_cron", step=190),
     Mechanism("model.client_close"),
     Mechanism("model.client_eviction", step=200),

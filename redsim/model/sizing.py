@@ -1,9 +1,10 @@
 """How much a run allocates for its clients and keys, from the scenario alone.
 
 No Redis source: the arithmetic shared by the configure steps that size the
-kernel's arrays (``clients.configure``, ``preload.plan``) and by validation,
-which refuses a run that would allocate too much (``config/schema/``)
-before building anything. No numba, no numpy: ``redsim.config`` imports it.
+kernel's arrays (``pools.configure``, ``sources.configure``,
+``preload.plan``) and by validation, which refuses a run that would allocate
+too much (``config/schema/``) before building anything. No numba, no numpy:
+``redsim.config`` imports it.
 """
 
 from __future__ import annotations

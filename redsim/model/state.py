@@ -113,12 +113,12 @@ EV_RESUME = 7  # a thread of a memoryless group's process starts thinking (after
 EV_CLOSED = 8  # the server's close of a connection with a request in flight reaches the client
 EV_PARSED = 9  # an async I/O thread parsed a request: the main thread can run it
 EV_REPLY_READ = 10  # a same-host client thread has read the reply: the request is complete
-EV_TIMEOUT = 11  # a connection's client timeout timer fires (clients.timer)
+EV_TIMEOUT = 11  # a connection's client timeout timer fires (client_failures.timer)
 EV_REFUSED = 12  # a connection refused at maxclients: the error reaches the client
-EV_GROUP_OFF = 13  # a group with stop or surge stops sending (clients.group_off)
-EV_GROUP_ON = 14  # a surging group starts its next surge (clients.group_on)
-EV_RAMP = 15  # the next thread of a memoryless group's ramp starts (clients.ramp_step)
-EV_PHASE = 16  # a group's next phase starts (clients.phase_step)
+EV_GROUP_OFF = 13  # a group with stop or surge stops sending (client_lifecycle.group_off)
+EV_GROUP_ON = 14  # a surging group starts its next surge (client_lifecycle.group_on)
+EV_RAMP = 15  # the next thread of a memoryless group's ramp starts (client_lifecycle.ramp_step)
+EV_PHASE = 16  # a group's next phase starts (client_lifecycle.phase_step)
 EV_CLI_POLL = 17  # a same-host client thread's epoll_wait returns (client_threads.poll)
 
 # Delay lines: events that happen a fixed delay after a clock that never goes
