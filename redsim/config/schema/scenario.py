@@ -404,14 +404,16 @@ class Scenario(_Model):
             self._check_clock_moves(i, g)
         rows = max(g.keyspace.keys for g in self.clients) + sum(
             write_once_rows_bound(g, self.server.maxmemory, self.duration) for g in self.clients)
-        if rows > MAX_KEYS:
+        if not rows <= MAX_KEYS:  # NaN too: sizes at the edge of floating point
             i = next(i for i, g in enumerate(self.clients) if g.keyspace.write_once > 0)
             raise BadValue(
                 f"at most {MAX_KEYS:,} keys in the run: the keyspace, the write-once keys "
                 "preloaded (nominal rate × min(history, ttl), or what fits in maxmemory) and "
                 "rows for those written during the run (1.25 × rate × duration, or with "
                 "maxmemory or a TTL × what fits or lives at once + 30 min of them)",
-                f"about {rows:,.0f}", field=("clients", i, "keyspace", "write-once"))
+                f"about {rows:,.0f}" if not math.isnan(rows) else
+                "no number (NaN: a rate, TTL or history at the edge of floating point)",
+                field=("clients", i, "keyspace", "write-once"))
         deepest = max(g.pipeline for g in self.clients)
         if conns * deepest > MAX_IN_FLIGHT:
             raise BadValue(f"at most {MAX_IN_FLIGHT:,} requests in flight (connections × "
