@@ -626,28 +626,26 @@ def slabs_for(sizes: np.ndarray, counts: np.ndarray | None, quantum16: bool) -> 
 
 
 def bins(quantum16: bool) -> dict[str, np.ndarray]:
-    """Every ``al`` field of an empty arena (``tcache.bins`` adds the thread
-    cache's)."""
+    """Every ``al`` field of an empty arena that this module keeps
+    (``tcache.bins`` adds the thread cache's, ``nonfull.bins`` the non-full
+    sets' counts)."""
     tab = bins_table(quantum16)
     nb = len(tab["reg_size"])
     by8 = np.array([bin_index(size_class(max(8 * i, 1), quantum16), quantum16)
                     for i in range(SMALL_MAX // 8 + 1)], np.int64)
     return dict(tab, bin_of8=by8, cur=np.full(nb, -1, np.int64),
                 curregs=np.zeros(nb, np.int64), curslabs=np.zeros(nb, np.int64),
-                nonfull=np.zeros(nb, np.int64),
                 backlog=np.zeros(SMOOTHSTEP_NSTEPS, np.int64), h_steps=H_STEPS.copy())
 
 
-def slab_arrays(n: int, n_bins: int, bits: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """Every ``sb`` field for ``n`` free slab ids of an arena of ``n_bins`` bins,
-    the row fields stored by rows (``state.row_table``: a slab's bin and free
-    count share 16 bytes, so a flush's region costs one miss); ``bits``: the
-    non-full bit sets if already built (``nonfull.build``), else empty ones."""
+def slab_arrays(n: int) -> dict[str, np.ndarray]:
+    """Every ``sb`` field this module keeps for ``n`` free slab ids, the row
+    fields stored by rows (``state.row_table``: a slab's bin and free count
+    share 16 bytes, so a flush's region costs one miss); ``nonfull.slab_arrays``
+    adds the non-full bit sets."""
     rows = row_table("sb", {"bin": np.broadcast_to(np.int64(-1), (n,)),
                             "nfree": np.broadcast_to(np.int64(0), (n,))})
-    return dict(rows, free_ids=np.zeros(n, np.int64),
-                nonfull_bits=np.zeros(nonfull.words(n, n_bins), np.int64) if bits is None
-                else bits)
+    return dict(rows, free_ids=np.zeros(n, np.int64))
 
 
 def bin_of(a, size: int) -> int:
@@ -709,8 +707,9 @@ def grow(world, extra: int):
         raise RuntimeError(f"the arena used all {MAX_SLAB_IDS:,} slab ids a handle can name "
                            "(model/arena.py, SLAB_BITS): the run needs fewer keys")
     # The bit sets' levels move with the number of ids: built anew, not copied.
-    fresh = slab_arrays(n + extra, len(world.al_cur), nonfull.build(
-        world.sb_bin, world.sb_nfree, world.al_cur, n + extra))
+    fresh = {**slab_arrays(n + extra), **nonfull.slab_arrays(
+        n + extra, len(world.al_cur),
+        nonfull.build(world.sb_bin, world.sb_nfree, world.al_cur, n + extra))}
     for f, arr in fresh.items():
         if f != "nonfull_bits":
             arr[:n] = getattr(world, f"sb_{f}")
@@ -741,7 +740,9 @@ def configure(b) -> None:
             f"than the model's {MAX_SLAB_IDS:,} (model/arena.py, SLAB_BITS): fewer keys, "
             "or larger values per key, would fit")
     b.fill("al", **bins(q16))
-    b.fill("sb", **slab_arrays(n, len(small_classes(q16))))
+    b.fill("sb", **slab_arrays(n))
+    b.size.slab_ids = n  # nonfull.configure lays its bit sets over them
+    b.size.small_bins = len(small_classes(q16))
     b.I[S.AL_MAX_SLABS] = n
     b.I[S.AL_SPARE_LOW] = spare
     b.I[S.AL_DECAY_MS] = b.scenario.engine.allocator_dirty_decay_ms

@@ -1,13 +1,13 @@
-"""Big keys: the scenario's collections (``big-keys``), the collections' table
-(theirs, then the collection keyspaces' rows, ``model/collection.py``), and
-what deleting a collection costs.
+"""Big keys: the scenario's collections (``big-keys``), their rows of the
+collections' table (``model/collection.py`` keeps the table: the big keys'
+rows, then the collection keyspaces'), and what deleting a collection costs.
 
 No single Redis function: a big key is a hash, set, sorted set or list in
 the dataset from the start, as ``redis-cli --bigkeys`` would find it. Its
 encoding, bytes, allocations and free effort come from ``encoding.footprint``
 with the server's thresholds. A key row holds a collection by a value length
 of ``COLLECTION - cid`` (``objects.py``: -3 and below; -1 is an integer, -2 is
-``lookup_key``'s miss), which points at row ``cid`` of this table; string keys
+``lookup_key``'s miss), which points at row ``cid`` of that table; string keys
 are unchanged.
 
 Deleting one follows ``src/db.c:dbGenericDelete``: the key's sds, dictEntry
@@ -36,23 +36,10 @@ from __future__ import annotations
 import numpy as np
 
 from redsim.model import state as S
-from redsim.model.arena import SMALL_MAX
 from redsim.model.db import preload
 from redsim.model.encoding import TYPES, Limits, footprint, rdb_bytes
-from redsim.model.objects import COLLECTION, ROBJ
+from redsim.model.objects import COLLECTION
 from redsim.model.world import pack
-
-# The kernel state this module owns; model/state.py lays it out (model/layout.py
-# says what each entry holds: where, name, dtype, unit, kind, doc).
-FIELDS = (
-    ("cl", "kind", "i8", "-", "config", "the collection's type (encoding.HASH, SET, ZSET, LIST)"),
-    ("cl", "enc", "i8", "-", "state", "its encoding (encoding.LISTPACK, HASHTABLE, ...)"),
-    ("cl", "elems", "i8", "-", "state", "its elements (fields, members)"),
-    ("cl", "bytes", "i8", "B", "state", "its value's allocated bytes, robj included"),
-    ("cl", "allocs", "i8", "-", "state", "allocations freeing the value releases"),
-    ("cl", "effort", "i8", "-", "state", "lazyfreeGetFreeEffort of the value"),
-    ("cl", "rdb", "i8", "B", "state", "bytes of the value in an RDB file"),
-)
 
 # ---- configuration (Python, once per run) ---------------------------------------------
 
@@ -69,28 +56,13 @@ def _value(k) -> int:
     return (20 if k.value_size is None else k.value_size) if k.type == "hash" else 0
 
 
-def slab_demand(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every collection's small allocations, big keys' and collection
-    keyspaces' alike, from their values' bytes (the table's ``bytes``, robj
-    included): a robj each, and each value's extent when it is small
-    (``arena.slabs_for`` sizes the slab arrays)."""
-    n = len(values)
-    extents = values - ROBJ
-    small = extents[extents <= SMALL_MAX]
-    sizes = np.concatenate([np.full(min(n, 1), ROBJ, np.int64), small])
-    counts = np.concatenate([np.full(min(n, 1), n, np.int64), np.ones(len(small), np.int64)])
-    return sizes.astype(np.int64), counts.astype(np.int64)
-
-
-def configure(b) -> None:
-    """The collections' table: one row per big key, then the collection
-    keyspaces' rows (``collection.configure``'s ``group_collections``), at
-    least one row (unused when there is none); gives ``collections``, and
-    their allocations to the arena's sizing (``b.slab_demand``)."""
-    sc = b.scenario
+def table_rows(scenario) -> dict[str, list[int]]:
+    """The big keys' rows of the collections' table (``collection.py``'s ``cl``
+    fields, by name), in the scenario's order: ``collection.configure`` puts
+    them before the collection keyspaces' rows."""
+    sc = scenario
     fps = footprints(sc)
-    groups = b.extra["group_collections"]
-    big = {
+    return {
         "kind": [TYPES[k.type] for k in sc.big_keys], "enc": [fp.encoding for fp in fps],
         "elems": [k.elements for k in sc.big_keys], "bytes": [fp.bytes for fp in fps],
         "allocs": [fp.allocs for fp in fps], "effort": [fp.effort for fp in fps],
@@ -100,17 +72,6 @@ def configure(b) -> None:
         "value": [_value(k) for k in sc.big_keys],
         "integers": [int(k.integers) for k in sc.big_keys],
         "target": [k.elements for k in sc.big_keys]}
-    n = len(fps) + len(groups["kind"])
-    rows = max(n, 1)
-
-    def col(name):
-        out = np.zeros(rows, np.int64)
-        out[:n] = np.concatenate([np.asarray(big[name], np.int64), groups[name]])
-        return out
-
-    b.fill("cl", **{name: col(name) for name in big})
-    b.size.collections = n
-    b.slab_demand.append(slab_demand(col("bytes")[:n]))
 
 
 def start(w, b) -> None:

@@ -9,8 +9,9 @@ Sizes one step decides and a later one needs (connections, key rows, ...) go
 in ``b.size``, a ``mechanisms.Sizes``.
 
 The Blueprint holds the steps to what the registry says: a step writes only
-the scalars its own module declares (``Scalars``), reads and sets only the
-sizes its entry names; ``finish`` fails if a config scalar was written by no
+the scalars its own module declares (``Scalars``) and fills only its own
+module's per-entity fields (``fill``), ``shares`` excepted; it reads and sets
+only the sizes its entry names; ``finish`` fails if a config scalar was written by no
 step, ``fill`` and ``parts`` if a part's field was filled twice or by none.
 Each message names the step, the scalar or size, and its owner.
 ``build_world`` then lays the arrays out (``state.flatten``).
@@ -36,6 +37,8 @@ _DIST = {"fixed": S.DIST_FIXED, "exponential": S.DIST_EXPONENTIAL,
          "empirical": S.DIST_EMPIRICAL}
 
 
+_FIELD_OWNERS = {pre: {f.name: f.owner for f in fields} for pre, fields in S.LAYOUT.parts.items()}
+"""Per part, each field's declaring module: a step fills only its own."""
 _SCALARS = {where: [f for f in S.LAYOUT.fields if f.where == where] for where in ("F", "I")}
 """The declared scalars of ``F`` and of ``I``, by index."""
 
@@ -168,8 +171,21 @@ class Blueprint:
         return self._parts[pre]
 
     def fill(self, pre: str, **fields: np.ndarray) -> None:
-        """Fill fields of part ``pre``; a field filled twice is a wiring error."""
+        """Fill fields of part ``pre``; a field filled twice, or one another
+        module declares (and the running step's entry does not share), is a
+        wiring error."""
         part = self._parts[pre]
+        step = self.step
+        if step is not None:
+            owners = _FIELD_OWNERS[pre]
+            foreign = sorted(f"{pre}_{n} ({owners[n]})" for n in fields
+                             if n in owners and owners[n] != step.module
+                             and f"{pre}_{n}" not in step.shares)
+            if foreign:
+                raise RuntimeError(
+                    f"{step.module}'s configure fills {', '.join(foreign)}, which "
+                    "another module declares: fill it in its owner's configure, or "
+                    "declare the sharing in the registry (mechanisms.Mechanism.shares)")
         twice = sorted(set(part) & set(fields))
         if twice:
             raise RuntimeError(f"part {pre!r}: field(s) {twice} filled twice")

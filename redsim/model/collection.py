@@ -60,7 +60,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from redsim.model import state as S
-from redsim.model.arena import hi_handle, lo_handle, pair
+from redsim.model.arena import SMALL_MAX, hi_handle, lo_handle, pair
+from redsim.model.bigkeys import table_rows
 from redsim.model.blueprint import US
 from redsim.model.commands import (
     _TABLE,
@@ -135,6 +136,15 @@ FIELDS = (
     ("gp", "key_lo", "i8", "-", "config",
      "the key row of the group's key id 0 (0 for strings; a collection keyspace's own rows; "
      "a trace's first collection)"),
+    # The collections' table, one row per collection value: the big keys'
+    # (bigkeys.table_rows), then the collection keyspaces' (group_table).
+    ("cl", "kind", "i8", "-", "config", "the collection's type (encoding.HASH, SET, ZSET, LIST)"),
+    ("cl", "enc", "i8", "-", "state", "its encoding (encoding.LISTPACK, HASHTABLE, ...)"),
+    ("cl", "elems", "i8", "-", "state", "its elements (fields, members)"),
+    ("cl", "bytes", "i8", "B", "state", "its value's allocated bytes, robj included"),
+    ("cl", "allocs", "i8", "-", "state", "allocations freeing the value releases"),
+    ("cl", "effort", "i8", "-", "state", "lazyfreeGetFreeEffort of the value"),
+    ("cl", "rdb", "i8", "B", "state", "bytes of the value in an RDB file"),
     ("cl", "member", "i8", "B", "config", "bytes of each member (hash field, list element)"),
     ("cl", "value", "i8", "B", "config", "a hash: bytes of each field's value"),
     ("cl", "integers", "i8", "-", "config", "1: a set of integers (an intset while small)"),
@@ -424,14 +434,28 @@ def group_table(scenario, traces: Sequence[Trace | None], seed: int) -> dict[str
     return {f: (np.concatenate(v) if v else np.zeros(0, np.int64)) for f, v in cols.items()}
 
 
+def slab_demand(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every collection's small allocations, big keys' and collection
+    keyspaces' alike, from their values' bytes (the table's ``bytes``, robj
+    included): a robj each, and each value's extent when it is small
+    (``arena.slabs_for`` sizes the slab arrays)."""
+    n = len(values)
+    extents = values - ROBJ
+    small = extents[extents <= SMALL_MAX]
+    sizes = np.concatenate([np.full(min(n, 1), ROBJ, np.int64), small])
+    counts = np.concatenate([np.full(min(n, 1), n, np.int64), np.ones(len(small), np.int64)])
+    return sizes.astype(np.int64), counts.astype(np.int64)
+
+
 def configure(b) -> None:
     """The thresholds, the per-command ops, each group's collection type and
-    first key row, and the collection keyspaces' table rows
-    (``b.extra["group_collections"]``, which ``bigkeys.configure`` appends to
-    the big keys') and where their keys are (``b.extra["collection_rows"]``,
-    which ``preload.configure`` plans); gives ``collection_keys``. Needs
-    ``call.configure``; a trace group's collections come from its parsed trace
-    (``b.traces``)."""
+    first key row, the collections' table (the big keys' rows,
+    ``bigkeys.table_rows``, then the collection keyspaces', at least one row,
+    unused when there is none) and where the keyspaces' keys are
+    (``b.extra["collection_rows"]``, which ``preload.configure`` plans); gives
+    ``collection_keys`` and ``collections``, and the collections' allocations
+    to the arena's sizing (``b.slab_demand``). Needs ``call.configure``; a trace
+    group's collections come from its parsed trace (``b.traces``)."""
     sc, traces = b.scenario, b.traces
     limits = Limits.of(sc)
     q16 = sc.engine.allocator_quantum == 16
@@ -445,6 +469,17 @@ def configure(b) -> None:
     b.fill("gp", coll_kind=np.array(kinds, np.int64),
            key_lo=np.array(lo, np.int64))
     table = group_table(sc, traces, b.seed)
-    b.extra["group_collections"] = table
     b.extra["collection_rows"] = collection_rows(sc, traces, lo, table["bytes"])
     b.size.collection_keys = collection_keys(sc, traces)
+    big = table_rows(sc)
+    n = len(sc.big_keys) + len(table["kind"])
+    rows = max(n, 1)
+
+    def col(name):
+        out = np.zeros(rows, np.int64)
+        out[:n] = np.concatenate([np.asarray(big[name], np.int64), table[name]])
+        return out
+
+    b.fill("cl", **{name: col(name) for name in big})
+    b.size.collections = n
+    b.slab_demand.append(slab_demand(col("bytes")[:n]))

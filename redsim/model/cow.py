@@ -123,7 +123,13 @@ def charge_cow(w):
 
 def configure(b) -> None:
     """The host's copy-on-write costs: ``host.cow-fault`` per page fault and
-    ``host.cow-copy-bandwidth`` for the copy."""
+    ``host.cow-copy-bandwidth`` for the copy; the page bitmap, empty, of the
+    ``PG_WORDS`` words ``fork.configure`` sized for the key rows."""
+    import numpy as np
+
+    from redsim.model import state as S
+
     host = b.scenario.host
+    b.fill("pg", cow=np.zeros(int(b.I[S.PG_WORDS]), np.int64))
     b.F[COW_FAULT] = host.cow_fault
     b.F[COW_COPY_B] = 1.0 / host.cow_copy_bandwidth

@@ -49,6 +49,7 @@ from redsim.model.main_thread import busy
 from redsim.model.memory import POINTER, over_maxmemory_after_alloc, used_memory
 from redsim.model.objects import (
     HANDLE_FIELDS,
+    ROW_HANDLES,
     alloc_key,
     alloc_ttl,
     alloc_value,
@@ -524,11 +525,12 @@ def configure(b) -> None:
     once_lo = big_lo + n_big + n_coll
     n_keys = once_lo + b.size.once_rows
     # Every row starts absent; flatten fills the key table from these broadcasts.
+    # The rows' arena handles are objects.configure's (ROW_HANDLES, HANDLE_FIELDS).
     b.fill("ks", **{f: np.broadcast_to(np.asarray(v), (n_keys,))
-                    for f, v in S.KEY_ROW_ABSENT.items()},
+                    for f, v in S.KEY_ROW_ABSENT.items() if f not in ROW_HANDLES},
            dense=np.zeros(n_keys, np.int64), xdense=np.zeros(n_keys, np.int64),
-           **{f: np.zeros(n_keys, np.int64) for f in HANDLE_FIELDS},
            free=np.zeros(max(n_keys - once_lo, 1), np.int64))
+    b.size.key_rows = n_keys
     b.I[S.POP_LO] = n_hot
     b.I[S.POP_ROWS] = n_pop
     b.I[S.BIG_LO] = big_lo

@@ -365,8 +365,9 @@ def _pages(scenario, n_keys: int) -> tuple[int, int]:
 
 def configure(b) -> None:
     """The ``save`` points, the host's fork costs (``host.fork`` preset or
-    ``fork-per-gb``), transparent huge pages, the copy-on-write page bitmap,
-    and the per-fork records (the copy-on-write costs: ``cow.configure``).
+    ``fork-per-gb``), transparent huge pages, the size of the copy-on-write page
+    bitmap (``PG_WORDS``; the bitmap and the copy-on-write costs:
+    ``cow.configure``), and the per-fork records.
     Needs ``key_rows_created``."""
     import numpy as np
 
@@ -389,5 +390,4 @@ def configure(b) -> None:
     page_shift, pg_words = _pages(sc, b.size.key_rows_created)
     b.I[S.PAGE_SHIFT] = page_shift
     b.I[S.PG_WORDS] = pg_words
-    b.fill("pg", cow=np.zeros(pg_words, np.int64))
     b.fill("rc", forks=np.zeros(S.MAX_FORK_REC * S.N_FORK_FIELDS))

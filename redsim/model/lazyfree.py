@@ -221,7 +221,7 @@ thread instead (Redis's bio list has no limit)."""
 
 def configure(b) -> None:
     """``lazyfree-lazy-*``, the free costs, and the queue's slots (needs
-    ``bigkeys.configure``'s ``collections``)."""
+    ``collection.configure``'s ``collections``)."""
     import numpy as np
 
     from redsim.model import state as S

@@ -23,8 +23,9 @@ run byte-identical. Ranks are spaced by 10 so that a new step slots in
 between two without renumbering. ``check`` (run on import) refuses a step that
 needs a size no step of lower rank provides; ``blueprint.Blueprint`` refuses,
 while a run is built, a step that reads or sets a size its entry does not
-declare, a step that writes a scalar another mechanism owns (``shares``
-excepted, none today), and a config scalar no step wrote
+declare, a step that writes a scalar or fills a per-entity field another
+mechanism declares (``shares`` excepted, none today), and a config scalar no
+step wrote
 (``tests/test_mechanism_registry.py``).
 """
 
@@ -49,7 +50,8 @@ class Mechanism(NamedTuple):
     provides: tuple[str, ...] = ()
     """The ``Sizes`` its step sets."""
     shares: tuple[str, ...] = ()
-    """Scalars another mechanism owns that its step may write too (say why)."""
+    """Scalars (``"NAME"``) and per-entity fields (``"cn_req"``) another
+    mechanism declares that its step may write too (say why)."""
 
 
 class Sizes:
@@ -78,7 +80,7 @@ class Sizes:
     groups' command traces name (``collection``)."""
     collections: int
     """Collection values, rows of ``cl`` used: the big keys', then the collection
-    keyspaces' (``bigkeys``)."""
+    keyspaces' (``collection``)."""
     once_rows: int
     """Key rows laid out for write-once keys: the preloaded ones and the spare
     (``preload``)."""
@@ -90,9 +92,17 @@ class Sizes:
     were evicted or expired (``preload``; 0 without spare rows)."""
     once_lo: int
     """First key row of the write-once keys (``db``)."""
+    key_rows: int
+    """Rows of the key table laid out at build (``db``; ``objects`` lays the rows'
+    arena handles over them)."""
     key_rows_created: int
     """Key rows of every key the run creates, as if none were evicted or expired
     (``db``; the fork's page bitmap spans them)."""
+    slab_ids: int
+    """Slab ids of the arena's slab arrays laid out at build (``arena``; the
+    non-full bit sets span them, ``nonfull``)."""
+    small_bins: int
+    """Bins of the arena: its small size classes (``arena``)."""
     event_entries: int
     """Entries of the client-side event heap, and of the timing wheel (``events``)."""
 
@@ -167,18 +177,18 @@ MECHANISMS = (
     Mechanism("model.locality", step=80),
     Mechanism("model.db", step=140, needs=("collection_keys", "once_rows", "once_low",
                                             "once_created"),
-              provides=("once_lo", "key_rows_created")),
+              provides=("once_lo", "key_rows", "key_rows_created")),
     Mechanism("model.preload", state=False, step=135, start=30,  # start: the preload
               needs=("conns", "max_pipeline"), provides=("once_rows", "once_low", "once_created")),
-    Mechanism("model.objects"),
-    Mechanism("model.bigkeys", step=100, start=40,  # after collection's rows
-              provides=("collections",)),
-    Mechanism("model.collection", step=90,  # the collection keyspaces' rows and elements
-              provides=("collection_keys",)),
+    Mechanism("model.objects", step=145, needs=("key_rows",)),  # the rows' arena handles
+    Mechanism("model.bigkeys", state=False, start=40),  # its rows: collection's step
+    Mechanism("model.collection", step=90,  # the collections' table, the keyspaces' rows
+              provides=("collection_keys", "collections")),
     Mechanism("model.lazyfree", step=120, needs=("collections",)),
     Mechanism("model.arena", step=160, start=10,  # after the steps' b.slab_demand
-              needs=("conns", "max_pipeline")),  # start: Redis's own allocations
-    Mechanism("model.nonfull"),
+              needs=("conns", "max_pipeline"),  # start: Redis's own allocations
+              provides=("slab_ids", "small_bins")),
+    Mechanism("model.nonfull", step=165, needs=("slab_ids", "small_bins")),
     Mechanism("model.tcache", step=170),
     Mechanism("model.rss", step=180, start=20),  # start: the metadata base
     Mechanism("model.admin", step=130),

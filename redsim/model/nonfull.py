@@ -149,3 +149,24 @@ def build(sb_bin: np.ndarray, sb_nfree: np.ndarray, al_cur: np.ndarray,
         key = np.unique(b * (MAX_IDS + 1) + (i >> 6))  # the non-zero words, once each
         b, i = key // (MAX_IDS + 1), key % (MAX_IDS + 1)
     return bits
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def bins(n_bins: int) -> dict[str, np.ndarray]:
+    """The ``al`` field this module keeps for ``n_bins`` bins, every set empty."""
+    return {"nonfull": np.zeros(n_bins, np.int64)}
+
+
+def slab_arrays(n: int, n_bins: int, bits: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """The ``sb`` field this module keeps for ``n`` slab ids of ``n_bins`` bins:
+    ``bits`` if already built (``build``, for ``arena.grow``), else empty sets."""
+    return {"nonfull_bits": np.zeros(words(n, n_bins), np.int64) if bits is None else bits}
+
+
+def configure(b) -> None:
+    """The bins' empty non-full sets, over the slab ids ``arena.configure``
+    laid out (needs ``slab_ids`` and ``small_bins``)."""
+    b.fill("al", **bins(b.size.small_bins))
+    b.fill("sb", **slab_arrays(b.size.slab_ids, b.size.small_bins))

@@ -64,6 +64,9 @@ FIELDS = (
 )
 HANDLE_FIELDS = ("attl",)
 """The key table's arena handle arrays (0: no allocation)."""
+ROW_HANDLES = ("aval", "akey")
+"""The arena handles stored in the key row (``state.KEY_ROW_ABSENT`` gives
+their value in an absent key's row: 0, no allocation)."""
 
 DICT_ENTRY = 24  # bytes: key pointer, value union, next pointer (src/dict.h)
 ROBJ = 16  # bytes: type/encoding/lru (4) + refcount (4) + ptr (8) (src/server.h)
@@ -261,3 +264,18 @@ def key_requests(key_len: int, vlens: np.ndarray, n_ttl: int) -> tuple[np.ndarra
         counts[key] += len(vl)
     sizes = np.flatnonzero(counts)
     return sizes.astype(np.int64), counts[sizes].astype(np.int64)
+
+
+# ---- configuration (Python, once per run) ---------------------------------------------
+
+
+def configure(b) -> None:
+    """Every key row's arena handles, none allocated yet, over the ``key_rows``
+    rows ``db.configure`` laid out (``db.grow_write_once`` grows them with the
+    key table)."""
+    from redsim.model import state as S
+
+    n_keys = b.size.key_rows
+    b.fill("ks", **{f: np.broadcast_to(np.asarray(S.KEY_ROW_ABSENT[f]), (n_keys,))
+                    for f in ROW_HANDLES},
+           **{f: np.zeros(n_keys, np.int64) for f in HANDLE_FIELDS})

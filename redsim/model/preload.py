@@ -358,7 +358,7 @@ def slab_demand(plans: list[GroupPreload | None],
                 collections: list[CollectionRows | None]) -> tuple[np.ndarray, np.ndarray]:
     """The preloaded string keys' allocations (``objects.key_requests``), for
     sizing the arena's slab arrays; a collection keyspace's (``collections``
-    names them) are in ``bigkeys.slab_demand``."""
+    names them) are in ``collection.slab_demand``."""
     sizes, counts = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
     for p, coll in zip(plans, collections, strict=True):
         if p is None or coll is not None:

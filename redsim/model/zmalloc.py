@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 from collections import namedtuple
 
-from redsim.model import arena, tcache
+from redsim.model import arena, nonfull, tcache
 from redsim.model import state as S
 from redsim.model.arena import (
     LARGE,
@@ -105,10 +105,11 @@ def new_arena(quantum16: bool, max_slabs: int, tcache_on: bool = True):
     """A stand-alone arena (for tests and sizing): a namedtuple with ``I`` and
     ``F`` and every ``al`` field, empty, with room for ``max_slabs`` slabs, and
     the thread cache on or off (``zmalloc`` goes through it)."""
-    fields = {f"al_{f}": v for f, v in {**arena.bins(quantum16),
+    n_bins = len(arena.small_classes(quantum16))
+    fields = {f"al_{f}": v for f, v in {**arena.bins(quantum16), **nonfull.bins(n_bins),
                                          **tcache.bins(quantum16)}.items()}
-    fields.update({f"sb_{f}": v for f, v in
-                   arena.slab_arrays(max_slabs, len(fields["al_reg_size"])).items()})
+    fields.update({f"sb_{f}": v for f, v in {
+        **arena.slab_arrays(max_slabs), **nonfull.slab_arrays(max_slabs, n_bins)}.items()})
     F, I = S.new_scalars()
     I[S.Q16] = int(quantum16)
     I[S.AL_MAX_SLABS] = max_slabs
