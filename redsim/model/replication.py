@@ -7,7 +7,9 @@ and ``replicationStartPendingFork`` (the fork for a full sync, diskless after
 ``repl-diskless-sync-delay``, or sooner once ``repl-diskless-sync-max-replicas``
 wait), ``updateSlavesWaitingBgsave`` and
 ``sendBulkToSlave`` (disk-based: the file is sent from the main thread),
-``rdbPipeReadHandler`` (diskless: the child's RDB relayed to the sockets),
+``rdbPipeReadHandler``, ``rdbPipeWriteHandler`` and
+``rdbPipeWriteHandlerConnRemoved`` (7.0, diskless: the child's pipe relayed to
+the sockets; rdb.c ``rdbSaveToSlavesSockets`` for the pipe and the child),
 ``replicaStartCommandStream`` (the stream starts once the replica has
 loaded), ``writeToClient`` for a replica (written until the socket is full),
 ``checkClientOutputBufferLimits`` for the ``replica`` class, and
@@ -42,10 +44,24 @@ primary sends the file, 16 KB (``PROTO_IOBUF_LEN``) per event-loop iteration
 (one ``read`` and one ``write`` in ``sendBulkToSlave``), as the socket takes
 it. Diskless (7.x's default): ``replicationCron``, once a second, forks when
 the longest-waiting replica has waited ``repl-diskless-sync-delay`` whole
-seconds; the child serialises at the fork model's keys per second and the
-parent relays its pipe to the sockets, 16 KB per iteration, so the child
-ends when the slowest transfer ends (it is killed if every replica of it
-drops). The replica then loads the RDB (``rdb bytes / load-rate``) and the
+seconds, and the child writes the RDB into a pipe (``relay``). The child
+serialises at the fork model's keys per second and writes 16-KB pieces (rio
+flushes its buffer past ``PROTO_IOBUF_LEN``) into a pipe of Linux's default
+64 KB, which Redis never resizes; with the pipe full its write blocks, so it
+is at most 80 KB ahead of the reads and the time it is blocked is lost. Each
+iteration in which the pipe is readable, the main thread reads it 16 KB at a
+time until it is empty (EAGAIN: the child, running meanwhile, may have added
+more) or a socket takes less than a chunk, writing each chunk to every
+replica; a partial write takes the pipe out of the poll until every replica
+has its whole chunk (one write of the rest per writable socket), and the pipe
+is read again at the next iteration. So a busy primary moves about 80 KB per
+iteration where the disk-based path moves 16 KB, and the replicas go in
+lockstep at the slowest one's pace: the child (and its copy-on-write) lives
+until the last chunk is in the slowest replica's socket. The read of the end
+lets the child exit (it is killed if every replica of it drops); its reap at
+the next serverCron counts the replicas online (here ``RS_SEND_BULK`` until
+their link has carried the rest: Redis starts their stream at their first
+ACK). The replica then loads the RDB (``rdb bytes / load-rate``) and the
 stream buffered since the fork (from ``psync_initial_offset``) starts to
 drain. Throughout, the replica's place in the buffer stays at the fork's
 offset, so its output-buffer usage is every write since the fork.
@@ -93,7 +109,9 @@ first; with nothing (a full sync) if the transfer was cut.
 
 **Costs** on the main thread (``cpu_repl``): one ``write`` per
 iteration per replica with stream to send (``engine.cpu.write`` + per byte),
-and a ``read`` + ``write`` of 16 KB per chunk of a full sync's RDB.
+a ``read`` + ``write`` of 16 KB per chunk of a disk-based sync's RDB, and for
+a diskless one a ``read`` per 16-KB chunk (and the EAGAIN read that ends a
+pass) plus a ``write`` per chunk per replica.
 
 Deviations, each small: the writable handler's second write in the same
 iteration is folded into the next ``beforeSleep``'s; an idle primary wakes to
@@ -104,6 +122,18 @@ replication cron runs on whole seconds of simulated time (Redis's
 ``run_with_period(1000)``), and the replicas' crons on the same seconds; a
 replica's receive buffer, its REPLCONF ACKs and ``repl-diskless-load`` are
 not modelled (it saves the RDB and loads it: the default).
+
+Deviations of the diskless relay: the child's next piece lands in the pipe
+the moment a read frees room (its wake-up and copy, a few µs per 16 KB, are
+not modelled): by hand a saturated primary moves 80 KB a pass plus the
+child's output during it, where live 7.0.15 moved ~94 KB an iteration
+(issue #45), so such a transfer is up to ~15 % long. Small ones: the child's
+pace inside one pass uses the pass's CPU time times the host's slowdown, not
+its round-robin turns; with ``host.cores`` the diskless child takes no core
+(it is not counted CPU-bound, as before); the 16-KB ``rdb_pipe_buff`` is not
+in ``used_memory``; a partial write stuck for ``repl-timeout`` does not drop
+the replica (``replicationCron``; the links here never stall); the last
+replica's drop kills the child at once, not at the next read.
 
 **min-replicas-to-write** (``processCommand``): with it and
 ``min-replicas-max-lag`` both set, a write command is refused with
@@ -145,6 +175,7 @@ from redsim.model.state import (
     CHILD_NONE,
     CHILD_RDB,
     CHILD_SOCKET,
+    CPU_SLOW,
     GOOD_REPLICAS,
     KS_KEYS,
     MAX_REPL_REC,
@@ -158,7 +189,9 @@ from redsim.model.state import (
     REPL_BL_SIZE,
     REPL_BUF_PEAK,
     REPL_CHILD,
+    REPL_CHILD_AT,
     REPL_CHILD_BPS,
+    REPL_CHILD_MADE,
     REPL_CHILD_T0,
     REPL_CRON_LOOPS,
     REPL_CRON_WHEN,
@@ -173,6 +206,7 @@ from redsim.model.state import (
     REPL_NEXT,
     REPL_OFFSET,
     REPL_PING_PERIOD,
+    REPL_PIPE_READ,
     REPL_RDB_B,
     REPL_SOFT,
     REPL_SOFT_SECS,
@@ -222,7 +256,14 @@ FIELDS = (
     ("I", "REPL_PING_PERIOD", "i8", "-", "config",
      "repl-ping-replica-period: replicationCron runs between PINGs"),
     ("I", "REPL_CRON_LOOPS", "i8", "-", "state", "replication_cron_loops"),
-    ("I", "REPL_CHILD", "i8", "-", "state", "1: the fork child is a full sync's BGSAVE"),
+    ("I", "REPL_CHILD", "i8", "-", "state",
+     "the fork child is a full sync's BGSAVE: 1 to disk (or dual-channel), 2 to the "
+     "replicas' sockets through the pipe (diskless)"),
+    ("I", "REPL_PIPE_READ", "i8", "B", "state",
+     "diskless: RDB bytes the main thread has read from the child's pipe (each chunk "
+     "went to every replica)"),
+    ("I", "REPL_CHILD_MADE", "i8", "B", "state",
+     "diskless: RDB bytes the child has serialised (in the pipe, in its rio buffer, read)"),
     ("I", "REPL_RDB_B", "i8", "B", "state", "the RDB of the last full sync's child, B"),
     ("I", "STAT_SYNC_FULL", "i8", "-", "counter", "server.stat_sync_full"),
     ("I", "STAT_SYNC_PARTIAL_OK", "i8", "-", "counter", "server.stat_sync_partial_ok"),
@@ -256,6 +297,8 @@ FIELDS = (
     ("F", "REPL_CHILD_T0", "f8", "s", "state", "diskless: when the child began its RDB, s"),
     ("F", "REPL_CHILD_BPS", "f8", "B/s", "state",
      "diskless: the child's RDB serialisation rate, B/s"),
+    ("F", "REPL_CHILD_AT", "f8", "s", "state",
+     "diskless: when REPL_CHILD_MADE was last brought up to date, s"),
     ("rp", "state", "i8", "-", "state", "the replica's state (state.RS_*)"),
     ("rp", "t_next", "f8", "s", "state",
      "connecting: when its PSYNC arrives; loading: when the load ends; else inf"),
@@ -386,6 +429,11 @@ RESULTS = (
 (``observe/metrics.py``)."""
 
 PROTO_IOBUF_LEN = 16_384  # a full sync's RDB goes 16 KB per read + write
+# Diskless: the child's pipe holds Linux's default 64 KB (rdbSaveToSlavesSockets never
+# sets F_SETPIPE_SZ); the child blocks in its next 16-KB write (rioFdWrite flushes past
+# PROTO_IOBUF_LEN) once the pipe is full, so it is at most 80 KB ahead of the reads.
+PIPE_BUF = 65_536
+CHILD_LEAD = PIPE_BUF + PROTO_IOBUF_LEN
 PING_BYTES = 14  # *1\r\n$4\r\nPING\r\n
 HANDSHAKE_RTTS = 4.5  # connect, PING, REPLCONF listening-port, REPLCONF capa, PSYNC
 
@@ -507,9 +555,10 @@ def write_stream(w, r, t):
 
 @step
 def write_bulk(w, r, t):
-    """``sendBulkToSlave`` (disk-based) or ``rdbPipeReadHandler`` (diskless):
-    one 16 KB chunk of the RDB, if the socket has room and (diskless) the child
-    has made it. Returns the main thread's cost and when to look again."""
+    """``sendBulkToSlave`` (disk-based): one 16 KB chunk of the RDB, if the
+    socket has room. Diskless (``RS_BGSAVE``): only the link, brought up to t
+    (``relay`` writes); either way, the whole RDB on the replica starts its
+    load. Returns the main thread's cost and when to look again."""
     F = w.F
     I = w.I
     bw = w.rp_bw[r]
@@ -523,10 +572,11 @@ def write_bulk(w, r, t):
         w.rp_t_next[r] = done + total / w.rp_load[r]
         record(w, r, RE_RDB_DONE, w.rp_t_next[r])
         return 0.0, w.rp_t_next[r]
-    made = total
-    if w.rp_state[r] == RS_BGSAVE:  # diskless: what the child has serialised so far
-        made = min(total, int((t - F[REPL_CHILD_T0]) * F[REPL_CHILD_BPS]))
-    n = min(PROTO_IOBUF_LEN, made - sent, w.rp_sndbuf[r] - (sent - wire))
+    if w.rp_state[r] == RS_BGSAVE:  # diskless: relay() writes; the link's end, if all sent
+        if sent >= total:
+            return 0.0, w.rp_t_wire[r] + (total - wire) / bw
+        return 0.0, math.inf
+    n = min(PROTO_IOBUF_LEN, total - sent, w.rp_sndbuf[r] - (sent - wire))
     cost = 0.0
     if n > 0:
         sent += n
@@ -536,8 +586,146 @@ def write_bulk(w, r, t):
         return cost, w.rp_t_wire[r] + (total - wire) / bw
     need = min(PROTO_IOBUF_LEN, total - sent)
     wake = w.rp_t_wire[r] + max(sent + need - wire - w.rp_sndbuf[r], 0) / bw
-    if w.rp_state[r] == RS_BGSAVE:
-        wake = max(wake, F[REPL_CHILD_T0] + (sent + need) / F[REPL_CHILD_BPS])
+    return cost, wake
+
+
+# ---- the diskless relay (rdbPipeReadHandler, rdbPipeWriteHandler) -----------------
+
+
+@leaf
+def child_advance(w, t):
+    """The diskless child's progress up to time t: it serialises at
+    ``REPL_CHILD_BPS`` until it is ``CHILD_LEAD`` ahead of the main thread's
+    reads (the pipe full, its next 16-KB write blocked), and the time it is
+    blocked is lost. Exact piecewise as long as it is called before every
+    change of ``REPL_PIPE_READ``. Returns the bytes made."""
+    F = w.F
+    I = w.I
+    made = I[REPL_CHILD_MADE]
+    cap = min(I[REPL_RDB_B], I[REPL_PIPE_READ] + CHILD_LEAD)
+    if made >= cap:  # blocked on the full pipe (or done): the time is lost
+        F[REPL_CHILD_AT] = max(F[REPL_CHILD_AT], t)
+        return made
+    if t <= F[REPL_CHILD_AT]:
+        return made
+    rate = F[REPL_CHILD_BPS]
+    moved = int((t - F[REPL_CHILD_AT]) * rate)
+    if made + moved >= cap:
+        made = cap
+        F[REPL_CHILD_AT] = t
+    else:  # whole bytes only, so no fraction is lost
+        made += moved
+        F[REPL_CHILD_AT] += moved / rate
+    I[REPL_CHILD_MADE] = made
+    return made
+
+
+@leaf
+def in_pipe(w):
+    """Bytes in the child's pipe: what it has written (whole 16-KB flushes of its
+    rio buffer; all of it once the RDB is done), at most 64 KB past the reads."""
+    I = w.I
+    made = I[REPL_CHILD_MADE]
+    total = I[REPL_RDB_B]
+    written = made if made >= total else (made // PROTO_IOBUF_LEN) * PROTO_IOBUF_LEN
+    return min(written, I[REPL_PIPE_READ] + PIPE_BUF) - I[REPL_PIPE_READ]
+
+
+@leaf
+def writable_at(w, r, wire):
+    """When replica r's socket, holding ``bulk_sent − wire``, is half empty
+    (EPOLLOUT, as ``hand_over`` takes it)."""
+    return w.rp_t_wire[r] + max(
+        w.rp_bulk_sent[r] - wire - w.rp_sndbuf[r] // 2, 0) / w.rp_bw[r]
+
+
+@leaf
+def pipe_wake(w, t):
+    """When the armed pipe is next readable: now if it holds a byte (or the
+    child has closed it), else at the child's next 16-KB flush."""
+    F = w.F
+    I = w.I
+    made = I[REPL_CHILD_MADE]
+    total = I[REPL_RDB_B]
+    if in_pipe(w) > 0 or made >= total:
+        return t
+    nxt = min(total, (made // PROTO_IOBUF_LEN + 1) * PROTO_IOBUF_LEN)
+    return F[REPL_CHILD_AT] + (nxt - made) / F[REPL_CHILD_BPS]
+
+
+@step
+def relay(w, t):
+    """7.0 ``rdbPipeReadHandler`` and ``rdbPipeWriteHandler`` (replication.c), once
+    per event-loop iteration: first the rest of each partial write (one write per
+    writable socket, i.e. half empty, as ``hand_over`` takes EPOLLOUT); if there
+    was one, the pipe, re-armed once all are done, is read at the next iteration.
+    Otherwise 16-KB reads until the pipe is empty (EAGAIN: the child runs on
+    meanwhile) or a socket takes less than the chunk, each chunk written to every
+    replica (lockstep); the read of the end (EOF) lets the child exit. Returns the
+    main thread's cost and when to look again."""
+    F = w.F
+    I = w.I
+    total = I[REPL_RDB_B]
+    n_rep = I[REPL_N]
+    cost = 0.0
+    wake = math.inf
+    pending = False
+    partial = False
+    for r in range(n_rep):  # rdbPipeWriteHandler
+        if w.rp_state[r] != RS_BGSAVE:
+            continue
+        left = I[REPL_PIPE_READ] - w.rp_bulk_sent[r]
+        if left <= 0:
+            continue
+        pending = True
+        wire = advance_link(w, r, w.rp_bulk_sent[r], w.rp_bulk_wire[r], w.rp_bw[r], t)
+        w.rp_bulk_wire[r] = wire
+        queued = w.rp_bulk_sent[r] - wire
+        k = 0
+        if queued <= w.rp_sndbuf[r] // 2:  # the handler runs on a writable socket only
+            k = min(left, w.rp_sndbuf[r] - queued)
+            w.rp_bulk_sent[r] += k
+            cost += F[C_WRITE] + F[C_WRITE_B] * k
+        if k < left:
+            partial = True
+            wake = min(wake, writable_at(w, r, wire))
+    if pending:
+        if not partial:  # rdbPipeWriteHandlerConnRemoved re-arms the pipe: next poll
+            child_advance(w, t)
+            wake = min(wake, pipe_wake(w, t))
+        return cost, wake
+    tc = t
+    while True:  # rdbPipeReadHandler
+        child_advance(w, tc)
+        n = min(PROTO_IOBUF_LEN, in_pipe(w))
+        if n <= 0:  # EAGAIN, or the end of the file
+            cost += F[C_READ]
+            if I[REPL_CHILD_MADE] >= total and I[REPL_PIPE_READ] >= total:
+                F[CHILD_END] = tc  # close(rdb_child_exit_pipe): the child exits
+                for r in range(n_rep):  # each link's end starts that replica's load
+                    if w.rp_state[r] == RS_BGSAVE:
+                        wake = min(wake, w.rp_t_wire[r] + (
+                            total - w.rp_bulk_wire[r]) / w.rp_bw[r])
+            else:
+                wake = min(wake, pipe_wake(w, tc))
+            break
+        c = F[C_READ] + F[C_READ_B] * n
+        I[REPL_PIPE_READ] += n
+        for r in range(n_rep):
+            if w.rp_state[r] != RS_BGSAVE:
+                continue
+            wire = advance_link(w, r, w.rp_bulk_sent[r], w.rp_bulk_wire[r], w.rp_bw[r], tc)
+            w.rp_bulk_wire[r] = wire
+            k = max(min(n, w.rp_sndbuf[r] - (w.rp_bulk_sent[r] - wire)), 0)
+            w.rp_bulk_sent[r] += k
+            c += F[C_WRITE] + F[C_WRITE_B] * k
+            if k < n:  # a partial write: the pipe's read event is removed
+                partial = True
+                wake = min(wake, writable_at(w, r, wire))
+        cost += c
+        tc += c * F[CPU_SLOW]
+        if partial:
+            break
     return cost, wake
 
 
@@ -715,7 +903,8 @@ def drop(w, r, event, detail):
     if event == RE_DROP_HARD or event == RE_DROP_SOFT:
         I[STAT_REPL_OBUF_DROPS] += 1
         count(w, WI_REPL_DROPS, t, 1)
-    if st == RS_BGSAVE and I[CHILD_SOCKET] and bgsave_replica(w, -1) < 0:
+    if st == RS_BGSAVE and I[CHILD_SOCKET] and F[CHILD_END] == math.inf and \
+            bgsave_replica(w, -1) < 0:
         # rdbPipeReadHandler: "Diskless rdb transfer, last replica dropped,
         # killing fork child." The child exits now; serverCron reaps it.
         F[CHILD_END] = t
@@ -747,6 +936,11 @@ def start_bgsave(w, socket):
         F[CHILD_END] = math.inf
         F[REPL_CHILD_T0] = F[T]
         F[REPL_CHILD_BPS] = I[REPL_RDB_B] * F[CHILD_KEY_RATE] / max(I[KS_KEYS], 1)
+        if not I[REPL_DUAL]:  # the pipe the main thread relays
+            I[REPL_CHILD] = 2
+            I[REPL_PIPE_READ] = 0
+            I[REPL_CHILD_MADE] = 0
+            F[REPL_CHILD_AT] = F[T]
     off = I[REPL_OFFSET]
     for r in range(I[REPL_N]):
         if w.rp_state[r] == RS_WAIT_BGSAVE:
@@ -889,8 +1083,12 @@ def before_sleep(w):
             c, nxt = 0.0, w.rp_t_next[r]
         cost += c
         wake = min(wake, nxt)
-    if I[CHILD_SOCKET] and I[REPL_CHILD] and F[CHILD_END] == math.inf:
-        # The diskless child exits once every transfer is complete.
+    if I[CHILD_SOCKET] and I[REPL_CHILD] == 2 and F[CHILD_END] == math.inf:
+        c, nxt = relay(w, t)  # diskless: the child's pipe to the sockets
+        cost += c
+        wake = min(wake, nxt)
+    if I[CHILD_SOCKET] and I[REPL_CHILD] == 1 and F[CHILD_END] == math.inf:
+        # Dual channel: the child exits once every RDB connection has its file.
         done = True
         for r in range(I[REPL_N]):
             if w.rp_state[r] == RS_BGSAVE:
@@ -914,11 +1112,16 @@ def replication_cron(w):
     I = w.I
     t = F[T]
     if I[REPL_CHILD] and I[CHILD] == CHILD_NONE:  # updateSlavesWaitingBgsave
+        piped = I[REPL_CHILD] == 2
         I[REPL_CHILD] = 0
         for r in range(I[REPL_N]):
-            if w.rp_state[r] == RS_BGSAVE:  # disk-based: now send the file
+            if w.rp_state[r] == RS_BGSAVE:
+                # Disk-based: now send the file. Diskless: the whole RDB is in its
+                # socket or on the link (Redis counts it online, its stream to
+                # start at its first ACK); the link keeps its progress.
                 w.rp_state[r] = RS_SEND_BULK
-                w.rp_t_wire[r] = t
+                if not piped:
+                    w.rp_t_wire[r] = t
         if not I[REPL_DISKLESS]:
             for r in range(I[REPL_N]):
                 if w.rp_state[r] == RS_WAIT_BGSAVE:
