@@ -18,6 +18,7 @@ from redsim.model.clients import start_sources
 from redsim.model.db import grow_write_once
 from redsim.model.event_loop import finish, run
 from redsim.model.gauges import finish_windows
+from redsim.model.replication import CHILD_LEAD
 from redsim.model.world import pack
 from redsim.traces import group_traces
 
@@ -157,14 +158,33 @@ class Kernel:
 
     @property
     def child_serialising(self) -> bool:
-        """A fork child is alive and still producing its file (CPU-bound)."""
-        return bool(self.world.I[S.CHILD] != S.CHILD_NONE and self.world.I[S.CHILD_CHUNKS] > 0)
+        """A fork child is alive and still producing its file (CPU-bound): a disk
+        child while it has chunks to write, a diskless relay's child while it is
+        not blocked on its full pipe (``replication.child_advance``'s bound, its
+        progress taken up to now without moving it)."""
+        w = self.world
+        I, F = w.I, w.F
+        if I[S.CHILD] == S.CHILD_NONE:
+            return False
+        if I[S.CHILD_SOCKET] and I[S.REPL_CHILD] == 2:
+            cap = min(I[S.REPL_RDB_B], I[S.REPL_PIPE_READ] + CHILD_LEAD)
+            ran = max(F[S.T] - F[S.REPL_CHILD_AT], 0.0)
+            made = I[S.REPL_CHILD_MADE] + ran * F[S.REPL_CHILD_BPS]
+            return bool(made < cap)
+        return bool(I[S.CHILD_CHUNKS] > 0)
 
     def delay_child(self, lost: float) -> None:
         """The fork child got ``lost`` s less CPU than its wall time: its remaining
-        chunks come that much later (``fork.py``'s timeline is CPU-bound)."""
-        if self.child_serialising:
-            self.world.F[S.CHILD_NEXT] += lost
+        chunks come that much later (``fork.py``'s timeline is CPU-bound), or a
+        relay's child has made that much less of its RDB (coarse: the whole
+        window counts, though the child may have blocked on its pipe in it)."""
+        if not self.child_serialising:
+            return
+        w = self.world
+        if w.I[S.CHILD_SOCKET] and w.I[S.REPL_CHILD] == 2:
+            w.F[S.REPL_CHILD_AT] += lost
+        else:
+            w.F[S.CHILD_NEXT] += lost
 
     @property
     def lazyfree_running(self) -> bool:

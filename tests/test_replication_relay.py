@@ -205,3 +205,47 @@ def test_a_slow_replica_holds_back_the_fast_one_and_the_child():
     forks = r.forks
     end = float(forks["end"].iloc[0])
     assert lo - 2e-3 <= end - fork[0] <= hi + 2e-3
+
+
+def test_two_relay_children_on_one_core_take_turns():
+    # The host's cores (redsim/host): a relay's child is CPU-bound while it is not
+    # blocked on its full pipe (Kernel.child_serialising). Two instances, each
+    # with an idle primary of 64 000 keys (the same RDB as above: 1.000 s of the
+    # child's CPU) and one 1-Gbit replica, share one core from the same fork
+    # time. Processor sharing is work-conserving: the core is busy throughout,
+    # the children get their 2 × 1.000 s of CPU, and each transfer takes that
+    # plus the main threads' relay CPU, so at least 2.000 s (1.000 s before the
+    # host counted the relay's child).
+    # The first version of this test asked for 2.0-2.1 s, with 44 ms of relay per
+    # instance (4 000 chunks × 10.9 µs); the run gave 2.44 s, because that hand
+    # figure left out each wake's event-loop iteration (the pipe is readable per
+    # 16-KB piece: 4 000 iterations per instance at the calibrated ~25 µs, as
+    # the one-instance run above shows in cpu_iteration). It now asserts the law
+    # instead: tolerances, fixed before the rerun: the children's CPU 2.000 s
+    # ± 0.5 %; the core idle < 1 % in every whole second of the transfer; each
+    # transfer ≥ 2.000 s.
+    sc = {
+        "name": "relay-one-core", "redis-version": "7.0", "duration": 9, "seed": 1,
+        "instances": 2,
+        "server": {"save": "", "client-output-buffer-limit": "replica 0 0 0"},
+        "host": {"cores": 1, "child-keys-per-sec": "64k/s"},
+        "clients": [{"name": "idle", "kind": "open", "rate": 20, "processes": 2,
+                     "mix": {"GET": 1}, "key-size": 16, "value-size": 1000,
+                     "keyspace": {"keys": 2 * IDLE_KEYS, "distribution": "uniform",
+                                  "preload": 1.0}}],
+        "replicas": [{"link-bandwidth": "1gbit", "rtt": "100us", "load-rate": "1gb/s",
+                      "start": "full-sync"}],
+    }
+    res = simulate(load_scenario(sc), progress=False)
+    forks, ends = [], []
+    for r in res.instances:
+        ev = r.replication
+        assert set(ev[ev["event"] == "fork"]["detail"]) == {N_IDLE}
+        forks.append(_times(r, "fork")[0])
+        ends.append(_times(r, "rdb_transferred")[0])
+        assert ends[-1] - forks[-1] >= 2.0
+    ts = res.timeseries  # one row per second, labelled by its end
+    assert ts["host_cpu_children"].sum() == pytest.approx(2.0, rel=5e-3)
+    inside = ts[(ts.index - 1.0 >= max(forks)) & (ts.index <= min(ends))]
+    assert len(inside) >= 1
+    assert (inside["host_cpu_idle"] < 0.01).all()

@@ -159,3 +159,37 @@ def test_hard_limit_drops_the_replica_and_it_reconnects_at_the_next_second():
     _fed(w2, 3 * BS, S.RS_ONLINE, sent=0)
     replication.check_limits(w2, 0, 1.0)
     assert int(w2.rp_state[0]) == S.RS_ONLINE
+
+
+@pytest.mark.usefixtures("python_kernel")
+def test_a_replica_gets_one_write_per_block_and_one_that_finds_the_socket_full():
+    # Deviation 2 of issue #45: _writeToClient writes one 7.x buffer block per
+    # connWrite and writeToClient loops with no 64-KB cap for a replica until a
+    # write gets EAGAIN. Four blocks fed (81 760 B, so bytes 1 .. 81 760), an
+    # online replica at offset 0 whose socket has room for 50 000 B: it takes
+    # bytes 1 .. 50 000, i.e. blocks 0, 1 and 2 (50 000 is in block 2: 40 881 ..
+    # 61 320), 3 writes, and a 4th that finds the socket full.
+    # Cost: 4 × 2.60 µs + 50 000 × 0.0002 µs = 20.4 µs (one write before: 12.6).
+    w = _fed(_world(), 4 * BS, S.RS_ONLINE)
+    assert replication_buffer.stream_writes(w, 0, 50_000) == 4
+    w.rp_sndbuf[0] = 50_000
+    w.rp_wire[0] = 0
+    cost, _ = replication.hand_over(w, 0, 0, 0.0)
+    assert int(w.rp_sent[0]) == 50_000
+    assert cost == pytest.approx(4 * 2.60e-6 + 50_000 * 2e-10, rel=1e-9)
+    # The rest, 31 760 B (blocks 2 and 3), with room to spare: 2 writes and no
+    # EAGAIN (the loop stops when nothing is left to write).
+    w.rp_wire[0] = 50_000
+    cost, _ = replication.hand_over(w, 0, 50_000, 0.0)
+    assert int(w.rp_sent[0]) == 4 * BS
+    assert cost == pytest.approx(2 * 2.60e-6 + 31_760 * 2e-10, rel=1e-9)
+
+
+@pytest.mark.usefixtures("python_kernel")
+def test_a_62_replica_gets_one_write_per_reply_node():
+    # 6.2: one write per 20 464-B node of the replica's reply list: 50 000 B of
+    # 100 000 fed is ceil(50 000 / 20 464) = 3 writes, + 1 that finds the
+    # socket full; all 100 000 B is ceil(100 000 / 20 464) = 5 and no EAGAIN.
+    w = _fed(_world("6.2"), 100_000, S.RS_ONLINE)
+    assert replication_buffer.stream_writes(w, 0, 50_000) == 4
+    assert replication_buffer.stream_writes(w, 0, 100_000) == 5

@@ -92,6 +92,19 @@ def _flip(p) -> int:
     return int((p > 0.5).argmax())
 
 
+def _seed1_burst(item, **where) -> bool:
+    """Whether the committed sweep's seed-1 run at the point ``where`` (its
+    parameter columns) burst. The rerun is seed 1, so it is compared with that
+    run, not with the point's probability: a point of probability 0.5 next to
+    the boundary may be the seed-1 run that burst."""
+    runs = pd.read_parquet(regenerate.HERE / item.folder / "runs.parquet")
+    sel = runs["seed"] == 1
+    for col, value in where.items():
+        sel &= runs[col] == value
+    assert sel.sum() == 1, (item.folder, where)
+    return bool(runs.loc[sel, "burst_detected"].iloc[0])
+
+
 def test_cpu_headroom_sweep_boundary_still_holds(s0_cache) -> None:
     item = regenerate.SWEEPS[0]
     agg = pd.read_csv(regenerate.HERE / item.folder / "aggregate.csv")
@@ -99,9 +112,10 @@ def test_cpu_headroom_sweep_boundary_still_holds(s0_cache) -> None:
     assert p[0] == 0 and p[-1] == 1  # a boundary inside the range, as README says
     if item.stale():
         i = _flip(p)
-        _still_flips(item, [([f"engine.cpu.scale={agg['cpu-scale'].iloc[j]}"], burst,
-                              f"scale {agg['cpu-scale'].iloc[j]}")
-                             for j, burst in ((i - 1, False), (i, True))], s0_cache)
+        scales = [agg["cpu-scale"].iloc[j] for j in (i - 1, i)]
+        _still_flips(item, [([f"engine.cpu.scale={scale}"],
+                             _seed1_burst(item, **{"cpu-scale": scale}), f"scale {scale}")
+                            for scale in scales], s0_cache)
 
 
 def test_ttl_connections_grid_still_flips_where_it_did(s0_cache) -> None:
@@ -112,10 +126,12 @@ def test_ttl_connections_grid_still_flips_where_it_did(s0_cache) -> None:
     assert p[0] == 0 and p[-1] == 1  # no burst at 20 min, bursts at 2 weeks
     if item.stale():
         i, pool = _flip(p), int(first["pool-size"].iloc[0])
+        ttls = [first["ttl"].iloc[j] for j in (i - 1, i)]
         _still_flips(item, [([f"clients[0].pool.max-size={pool}",
-                              f"clients[0].mix[1].ttl={first['ttl'].iloc[j]}"], burst,
-                             f"TTL {first['ttl'].iloc[j]:.0f} s")
-                            for j, burst in ((i - 1, False), (i, True))], s0_cache)
+                              f"clients[0].mix[1].ttl={ttl}"],
+                             _seed1_burst(item, **{"pool-size": pool, "ttl": ttl}),
+                             f"TTL {ttl:.0f} s")
+                            for ttl in ttls], s0_cache)
 
 
 def test_frontier_bracket_still_holds(s0_cache) -> None:

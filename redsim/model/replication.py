@@ -107,8 +107,10 @@ last one it received if it was online; after the RDB it was loading
 (``psync_initial_offset`` + 1) if it was loading — it finishes the load
 first; with nothing (a full sync) if the transfer was cut.
 
-**Costs** on the main thread (``cpu_repl``): one ``write`` per
-iteration per replica with stream to send (``engine.cpu.write`` + per byte),
+**Costs** on the main thread (``cpu_repl``): per iteration per replica with
+stream to send, a ``write`` per buffer block it reaches (``_writeToClient``:
+7.x's 20 440-B blocks, 6.2's 20 464-B nodes) and one more that finds the
+socket full (``engine.cpu.write`` each + per byte; ``stream_writes``),
 a ``read`` + ``write`` of 16 KB per chunk of a disk-based sync's RDB, and for
 a diskless one a ``read`` per 16-KB chunk (and the EAGAIN read that ends a
 pass) plus a ``write`` per chunk per replica.
@@ -129,11 +131,13 @@ not modelled): by hand a saturated primary moves 80 KB a pass plus the
 child's output during it, where live 7.0.15 moved ~94 KB an iteration
 (issue #45), so such a transfer is up to ~15 % long. Small ones: the child's
 pace inside one pass uses the pass's CPU time times the host's slowdown, not
-its round-robin turns; with ``host.cores`` the diskless child takes no core
-(it is not counted CPU-bound, as before); the 16-KB ``rdb_pipe_buff`` is not
-in ``used_memory``; a partial write stuck for ``repl-timeout`` does not drop
-the replica (``replicationCron``; the links here never stall); the last
-replica's drop kills the child at once, not at the next read.
+its round-robin turns; with ``host.cores`` the diskless child takes a core's
+share in each scheduler window it starts unblocked, and loses the whole
+window's shortfall even if it blocks on the pipe in it (at most one 1-ms
+window each time); the 16-KB ``rdb_pipe_buff`` is not in ``used_memory``;
+a partial write stuck for ``repl-timeout`` does not drop the replica
+(``replicationCron``; the links here never stall); the last replica's drop
+kills the child at once, not at the next read.
 
 **min-replicas-to-write** (``processCommand``): with it and
 ``min-replicas-max-lag`` both set, a write command is refused with
@@ -160,6 +164,7 @@ from redsim.model.replication_buffer import (
     feed,
     pending_usage,
     replication_memory,
+    stream_writes,
     tail_block,
 )
 from redsim.model.state import (
@@ -525,7 +530,8 @@ def advance_link(w, r, sent, wire, rate, t):
 @leaf
 def hand_over(w, r, wire, rate):
     """``writeToClient`` for a replica: hand its socket the stream it has room for
-    (``socket-buffer`` less what the link has not carried). ``rate``: how fast the
+    (``socket-buffer`` less what the link has not carried), a write per buffer
+    block and one more that finds the socket full (``stream_writes``). ``rate``: how fast the
     socket empties now (0: not at all). Returns the main thread's cost and when
     the next write could go."""
     F = w.F
@@ -534,9 +540,9 @@ def hand_over(w, r, wire, rate):
     n = min(off - sent, w.rp_sndbuf[r] - (sent - wire))
     cost = 0.0
     if n > 0:
+        cost = F[C_WRITE] * stream_writes(w, sent, n) + F[C_WRITE_B] * n
         sent += n
         w.rp_sent[r] = sent
-        cost = F[C_WRITE] + F[C_WRITE_B] * n
     wake = math.inf
     if off > sent and rate > 0.0:  # more to write: when the socket is half empty again
         wake = w.rp_t_wire[r] + max(sent - wire - w.rp_sndbuf[r] // 2, 0) / rate

@@ -113,6 +113,27 @@ def block_of(w, o):
 
 
 @leaf
+def stream_writes(w, sent, n):
+    """The ``connWrite`` calls ``writeToClient`` makes to hand a replica the
+    stream's bytes ``sent + 1 .. sent + n`` (n > 0): ``_writeToClient`` writes
+    one buffer block per call (7.x, networking.c: ``o->used − ref_block_pos``,
+    then the next block) or one reply-list node (6.2), and loops with no
+    ``NET_MAX_WRITES_PER_EVENT`` cap for a replica; if the socket filled before
+    the stream's end, the loop's last write got EAGAIN, one call more.
+    6.2 approximated: the replica's node boundaries are not kept, so its calls
+    are ``ceil(n / 20 464)`` (and its 16-KB ``c->buf``, used before the list,
+    is taken as a node)."""
+    I = w.I
+    if I[REDIS_62]:
+        calls = (n + REPL_BLOCK_62 - 1) // REPL_BLOCK_62
+    else:
+        calls = block_of(w, sent + n) - block_of(w, sent + 1) + 1
+    if sent + n < I[REPL_OFFSET]:
+        calls += 1
+    return calls
+
+
+@leaf
 def tail_block(w):
     """7.x: the last block of the buffer; -1 while nothing has been fed."""
     I = w.I
