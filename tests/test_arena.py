@@ -235,10 +235,20 @@ def test_a_fresh_slab_takes_dirty_pages_before_they_decay():
     assert _dirty_pages(a) == 15
     assert A.arena_decay(a, 101) == 5
     # decay_cron at 5 s with dirty_decay_ms 10 s: epoch 100 (200 epochs of 50 ms).
+    # The background thread runs (it was due: the arena is new) and takes no
+    # step back.
     a.F[S.T] = 5.0
     before = int(a.I[S.AL_DECAY_EPOCH])
     A.decay_cron(a)
-    assert (before, int(a.I[S.AL_DECAY_EPOCH])) == (101, 101)  # no step back
+    assert (before, int(a.I[S.AL_DECAY_EPOCH])) == (101, 101)
+    # With 10 dirty pages (≤ 1,024) it sleeps the whole decay time, 200 epochs
+    # (decay_ns_until_purge): the epoch does not move at 5.2 s, and moves at
+    # 15 s (epoch 300), where the 10 pages, 199 epochs old, may keep
+    # 10 × S(1/200) ≈ 0 of themselves: all purged.
+    assert a.F[S.AL_BG_WAKE] == pytest.approx(15.0)
     a.F[S.T] = 5.2
     A.decay_cron(a)
-    assert int(a.I[S.AL_DECAY_EPOCH]) == 104
+    assert int(a.I[S.AL_DECAY_EPOCH]) == 101
+    a.F[S.T] = 15.0
+    A.decay_cron(a)
+    assert int(a.I[S.AL_DECAY_EPOCH]) == 300 and _dirty_pages(a) == 0

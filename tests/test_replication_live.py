@@ -54,7 +54,7 @@ def _model_at(offset: int, backlog: str) -> dict[str, int]:
     while int(w.I[S.REPL_OFFSET]) < offset:
         replication_buffer.feed(w, min(step, offset - int(w.I[S.REPL_OFFSET])))
         w.rp_sent[0] = w.rp_wire[0] = w.I[S.REPL_OFFSET]  # the replica keeps up
-        replication.trim_backlog(w)
+        replication.trim_backlog(w, 1 << 40)
     first, hist = replication_buffer.backlog_window(w)
     return {"repl_backlog_first_byte_offset": first, "repl_backlog_histlen": hist,
             "mem_total_replication_buffers": replication_buffer.replication_memory(w),

@@ -129,7 +129,7 @@ def test_flushall_returns_the_pages_gradually_and_redis_pins_its_own_slabs(s3):
 def _run(events, keys=100_000, decay_ms=10_000):
     doc = {"name": "frag", "duration": 40.0, "warmup": 0.0, "sample-interval": 1.0,
            "server": {"save": ""},
-           "engine": {"allocator-quantum": 16, "allocator-dirty-decay-ms": decay_ms},
+           "engine": {"allocator": "debian-5.3", "allocator-dirty-decay-ms": decay_ms},
            "events": [{"at": 1.0, "do": "populate", "keys": keys, "value-size": 1024},
                       *events],
            "clients": [{"name": "monitor", "kind": "open", "rate": 1,

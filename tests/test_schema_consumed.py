@@ -49,6 +49,10 @@ READ_OUTSIDE_THE_MODEL = {
     "host.client_cpu_per_command": "likewise their client-cpu-per-command",
     "events.config": "parsed at validation into ScenarioEvent.settings (each directive's "
                      "declared kernel scalar and its value), which model/admin.py writes",
+    "engine.allocator": "read through Scenario.jemalloc (the build), which arena, tcache "
+                        "and memory configure from: a property runs on the model itself, "
+                        "out of the recorder's sight",
+    "engine.allocator_quantum": "likewise: Scenario.jemalloc's quantum",
 }
 
 

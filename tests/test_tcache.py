@@ -181,3 +181,45 @@ def test_the_books_balance_after_random_traffic(seed):
         per_slab[A.handle_slab(h)] = per_slab.get(A.handle_slab(h), 0) + 1
     live = {s: _used(a, s) for s in range(int(a.I[S.AL_SLABS_MADE])) if a.sb_bin[s] >= 0}
     assert live == per_slab
+
+
+def test_a_52_build_visits_a_bin_every_212_cached_calls():
+    # jemalloc 5.2.1 (Redis 7.0's bundled build) and 5.1 (6.2's): one gc_ticker
+    # for allocations and frees the cache serves, TCACHE_GC_INCR = 8192 / SC_NBINS
+    # + 1; with the 8-B quantum SC_NBINS = 39 (8 classes 8-64, four per doubling
+    # from 80 to 8,192, then 10,240, 12,288, 14,336), so 8192 // 39 + 1 = 211.
+    # ticker_tick fires when the tick goes below 0: the 212th call.
+    a = new_arena(False, 64, gc_events=True)
+    assert int(a.I[S.TC_GC_EVENTS]) == 211
+    hs = [zmalloc(a, 100) for _ in range(211)]
+    assert int(a.I[S.TC_NEXT_GC]) == 0
+    hs.append(zmalloc(a, 100))
+    assert int(a.I[S.TC_NEXT_GC]) == 1
+    # Past tcache_max (32 KB) an allocation is the arena's: no tick.
+    big = zmalloc(a, 40_000)
+    zfree(a, big)
+    assert int(a.I[S.TC_ALLOC_WAIT]) == 211
+    # Frees tick the same ticker: 212 of them fire the next visit; bytes do
+    # not matter (212 frees of 100 B, where 5.3 waits for 64 KiB).
+    for h in hs:
+        zfree(a, h)
+    assert int(a.I[S.TC_NEXT_GC]) == 2
+
+
+def test_a_cache_oblivious_extent_takes_a_page_more_than_its_class():
+    # sz_large_pad: a large extent of a cache-oblivious build (jemalloc's
+    # default; Redis 6.2's and 7.0's bundled builds, Debian's) is its size
+    # class plus one page, active but not allocated. Live 7.0.15 (Debian's):
+    # 10,000 values of 16 KB, 20,000 B and 32 KB each added 4,115 B of
+    # allocator_active − allocator_allocated (4,096 + the keys' slab rounding).
+    a = new_arena(True, 64, pad=True)
+    h = zmalloc(a, 20_000)  # the 20,480-B class: 5 pages + the pad
+    assert h == A.LARGE + 5
+    assert int(a.I[S.AL_PAGES_ACTIVE]) == 6 and int(a.I[S.AL_ALLOCATED]) == 20_480
+    assert int(a.I[S.AL_LARGE_LIVE]) == 1
+    zfree(a, h)  # cached: still active, pad and all
+    assert int(a.I[S.AL_PAGES_ACTIVE]) == 6 and int(a.I[S.AL_PAGES_DIRTY]) == 0
+    big = zmalloc(a, 40_000)  # 40,960 B: 10 pages + 1, past tcache_max
+    assert int(a.I[S.AL_PAGES_ACTIVE]) == 6 + 11
+    zfree(a, big)
+    assert int(a.I[S.AL_PAGES_DIRTY]) == 11 and int(a.I[S.AL_LARGE_LIVE]) == 1

@@ -339,9 +339,7 @@ def _run(t: measure.Target, out: Path, parts: tuple[str, ...], commands: tuple[s
                 skipped["caches"] = why
         if "memory" in parts:
             ms += measure.measure_key_memory(t)
-            quantum = _allocator_quantum(t)
-            if quantum:
-                extra["engine.allocator-quantum"] = quantum
+            extra.update(_allocator(t))
         if "clients" in parts:
             ms += measure.measure_client_memory(t)
         if "eviction" in parts:
@@ -470,19 +468,39 @@ def combine(files: list[Path], out: Path, say: Callable[[str], None] = print
     return doc
 
 
-def _allocator_quantum(t: measure.Target) -> int | None:
-    """8 or 16: jemalloc's quantum, from ``MEMORY MALLOC-STATS`` (reference §3.3)."""
+def _allocator(t: measure.Target) -> dict[str, Any]:
+    """The jemalloc build from ``MEMORY MALLOC-STATS`` (reference §3.3): its quantum
+    (8 or 16) as ``engine.allocator-quantum``, and, when its version, quantum and
+    ``config.cache_oblivious`` are one of ``ALLOCATOR_BUILDS``', that build as
+    ``engine.allocator``. Empty when the server does not answer it."""
     try:
         text = t.client.execute_command("MEMORY", "MALLOC-STATS")
     except Exception:  # noqa: BLE001 - not every build answers it
-        return None
-    if isinstance(text, bytes):
-        text = text.decode(errors="replace")
-    for line in str(text).splitlines():
-        if line.strip().lower().startswith("quantum size:"):
-            try:
-                q = int(line.split(":", 1)[1].strip())
-            except ValueError:
-                return None
-            return q if q in (8, 16) else None
-    return None
+        return {}
+    return allocator_from_stats(text.decode(errors="replace") if isinstance(text, bytes)
+                                else str(text))
+
+
+def allocator_from_stats(text: str) -> dict[str, Any]:
+    """``_allocator``'s reading of a ``MEMORY MALLOC-STATS`` text."""
+    from redsim.model.presets import ALLOCATOR_BUILDS
+
+    quantum = version = oblivious = None
+    for line in text.splitlines():
+        key, _, value = line.strip().partition(":")
+        value = value.strip().strip('"')
+        if key.lower() == "quantum size":
+            quantum = int(value) if value.isdigit() and int(value) in (8, 16) else None
+        elif key == "Version":
+            version = ".".join(value.split("-", 1)[0].split(".")[:3])
+        elif key == "config.cache_oblivious":
+            oblivious = value == "true"
+    if quantum is None:
+        return {}
+    out: dict[str, Any] = {"engine.allocator-quantum": quantum}
+    for name, build in ALLOCATOR_BUILDS.items():
+        built = name.split("-", 1)[1]  # 5.1, 5.2.1, 5.3
+        if version is not None and (version == built or version.startswith(built + ".")) \
+                and build.quantum == quantum and build.cache_oblivious == oblivious:
+            out["engine.allocator"] = name
+    return out

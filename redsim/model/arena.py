@@ -31,6 +31,13 @@ regions.
   (``nonfull.py``).
 - Large allocations (above 14 KB, ``SC_SMALL_MAXCLASS``): an extent of whole
   pages (the size class, a multiple of 4 KB), freed to dirty pages at once.
+  With a cache-oblivious build (``engine.allocator``: jemalloc's default,
+  Redis 6.2's and 7.0's bundled builds and Debian's; not 7.2's bundled one,
+  ``--disable-cache-oblivious``) each extent has one page more
+  (``sz_large_pad``): the allocation starts at a random cache line of its
+  first page. The pad is active (``allocator_active``, not allocated): on
+  Debian's 7.0.15, 10,000 values of 16 KB, 20,000 B or 32 KB each added
+  4,115 B of ``allocator_active − allocator_allocated``.
 - Pages: a fresh slab or extent takes dirty pages first (jemalloc reuses its
   dirty extents before mapping new ones), then new ones. ``active`` pages are
   those of slabs and extents in use, ``dirty`` those freed and not yet purged;
@@ -39,10 +46,17 @@ regions.
   decay does (``dirty_decay_ms``, 10 s by default; Redis runs jemalloc's
   background thread, ``jemalloc-bg-thread yes``): the pages dirtied in one
   epoch (a 200th of the decay time) may stay ``S(1 - k/200)`` of themselves
-  ``k`` epochs later, ``S`` the smootherstep, and the excess is purged when
-  an epoch passes (``src/decay.c``, ``src/arena.c:arena_decay_try_purge``).
-  serverCron runs it (the background thread wakes as epochs pass; here at
-  each cron tick, 100 ms at the default hz, two 50-ms epochs).
+  ``k`` epochs later, ``S`` the smootherstep, and the excess is purged
+  (``src/decay.c``, ``src/arena.c:arena_decay_try_purge``). Pages join the
+  backlog when the epoch advances: when the main thread's decay ticker fires
+  (after 1,000 arena operations; it never purges while the background thread
+  runs) or when the background thread runs. The thread purges, then sleeps
+  until about 1,024 pages would be purgeable (``decay_ns_until_purge``: the
+  whole decay time while 1,024 or fewer are dirty, for good with none), and is
+  woken early when new pages would give it more than that to purge before it
+  wakes, or when it slept for good (``arena_maybe_do_deferred_work``,
+  ``decay_cron``). serverCron looks at both at each tick (100 ms at the
+  default hz: the thread's shortest sleep).
   Purged pages leave RSS at once: 7.x's jemalloc 5.3 has ``muzzy_decay_ms``
   0, so nothing lingers as lazily freed (``MADV_FREE``) pages.
 
@@ -68,7 +82,16 @@ Deviations:
 - metadata is ``engine``'s base plus 128 B per slab or extent in use (jemalloc's
   ``edata_t`` and radix-tree leaves; 7.0.15 grew by 0.99 MB for 7,900 slabs);
 - 6.2's jemalloc 5.1 also decays *muzzy* pages over 10 s, which keep counting
-  in RSS until the kernel reclaims them; not modelled.
+  in RSS until the kernel reclaims them; not modelled;
+- the decay ticker fires after exactly 1,000 arena operations (a slab or
+  extent made or freed, a region handed out or taken back by the arena), where
+  5.3 draws it (probability 1/1,000 per tick, ``ticker_geom``) and counts
+  other calls too; the background thread is woken and runs on cron ticks.
+  Live 7.0.15 purged a dropped replica's 64 MB later than this: RSS 2, 5 and
+  10 s after the drop 71, 71, 68 MB and 63, 63, 61 MB in two runs (the first
+  purge ~7 s after), the model 73, 47, 15 MB (its first at ~3 s); a third
+  pair had 47 and 38 MB at 5 s. Not found why the pages wait longer live
+  (``tests/test_allocator_live.py``).
 """
 
 from __future__ import annotations
@@ -80,11 +103,16 @@ from redsim.model.jemalloc import size_class
 from redsim.model.jit import entry, hot_leaf, leaf, step
 from redsim.model.state import (
     AL_ALLOCATED,
+    AL_BG_WAKE,
     AL_DECAY_EPOCH,
+    AL_DECAY_LIMIT,
     AL_DECAY_MS,
+    AL_DECAY_TICKS,
     AL_DECAY_UNPURGED,
     AL_EXTENTS,
     AL_FREE_IDS,
+    AL_LARGE_LIVE,
+    AL_LARGE_PAD,
     AL_LOW,
     AL_MAX_SLABS,
     AL_OVERRUN,
@@ -127,6 +155,17 @@ FIELDS = (
     ("I", "AL_DECAY_UNPURGED", "i8", "-", "state",
      "dirty pages left after the last purge (decay_t nunpurged)"),
     ("I", "AL_PAGES_PURGED", "i8", "-", "counter", "pages purged so far (decay and MEMORY PURGE)"),
+    ("I", "AL_LARGE_PAD", "i8", "-", "config",
+     "pages of cache-oblivious pad per large extent (sz_large_pad): 1, or 0 without it"),
+    ("I", "AL_LARGE_LIVE", "i8", "-", "state",
+     "large extents of large_malloc in use (the thread cache's included)"),
+    ("I", "AL_DECAY_TICKS", "i8", "-", "state",
+     "regions and extents the arena handed out or took back since the main thread's "
+     "decay ticker last fired (arena_decay_ticks)"),
+    ("I", "AL_DECAY_LIMIT", "i8", "-", "state",
+     "dirty pages the decay allows at its current epoch (decay npages_limit)"),
+    ("F", "AL_BG_WAKE", "f8", "s", "state",
+     "when jemalloc's background thread wakes next (inf: asleep until signalled)"),
     ("al", "reg_size", "i8", "B", "config", "the bin's region (size class) size, B"),
     ("al", "nregs", "i8", "-", "config", "regions per slab (bin_info nregs)"),
     ("al", "slab_pages", "i8", "-", "config", "4-KB pages per slab (sc.c:slab_size)"),
@@ -168,6 +207,14 @@ measured: 7.0.15's ``resident - active`` grew 0.99 MB for ~7,900 slabs."""
 
 SMOOTHSTEP_NSTEPS = 200
 SMOOTHSTEP_BFP = 24
+DECAY_NTICKS_PER_UPDATE = 1000
+"""Arena operations between the main thread's decay epoch updates (decay.h)."""
+BG_NPAGES_THRESHOLD = 1024
+"""``ARENA_DEFERRED_PURGE_NPAGES_THRESHOLD`` (5.3; 5.1 and 5.2.1's
+``BACKGROUND_THREAD_NPAGES_THRESHOLD``): pages worth waking the background
+thread for."""
+BG_MIN_INTERVAL = 0.1
+"""``BACKGROUND_THREAD_MIN_INTERVAL_NS``: the background thread's shortest sleep, s."""
 
 
 def _smootherstep_steps() -> np.ndarray:
@@ -332,6 +379,7 @@ def _take_regions(w, b, s, n):
     w.sb_nfree[s] -= n
     w.al_curregs[b] += n
     w.I[AL_ALLOCATED] += n * w.al_reg_size[b]
+    w.I[AL_DECAY_TICKS] += n
 
 
 @step
@@ -363,6 +411,7 @@ def arena_free(w, s):
     w.sb_nfree[s] += 1
     w.al_curregs[b] -= 1
     w.I[AL_ALLOCATED] -= w.al_reg_size[b]
+    w.I[AL_DECAY_TICKS] += 1
     if w.sb_nfree[s] == w.al_nregs[b]:  # newly empty: dissociate it and give it back
         if w.al_cur[b] == s:
             w.al_cur[b] = -1
@@ -383,17 +432,47 @@ def arena_free(w, s):
 
 @leaf
 def large_malloc(w, pages):
-    """A large extent of ``pages`` pages (``src/large.c:large_malloc``)."""
-    _take_pages(w, pages)
-    w.I[AL_ALLOCATED] += pages * PAGE
+    """A large extent of ``pages`` pages of usable size (``src/large.c:large_malloc``),
+    plus the build's cache-oblivious pad page (``usize + sz_large_pad``), which
+    counts as active but not as allocated."""
+    I = w.I
+    _take_pages(w, pages + I[AL_LARGE_PAD])
+    I[AL_ALLOCATED] += pages * PAGE
+    I[AL_LARGE_LIVE] += 1
+    I[AL_DECAY_TICKS] += 1
     return LARGE + pages
 
 
 @leaf
 def large_free(w, pages):
-    """Free a large extent of ``pages`` pages: they turn dirty (``large_dalloc``)."""
-    _give_pages(w, pages)
-    w.I[AL_ALLOCATED] -= pages * PAGE
+    """Free a large extent of ``pages`` pages and its pad: they turn dirty
+    (``large_dalloc``)."""
+    I = w.I
+    _give_pages(w, pages + I[AL_LARGE_PAD])
+    I[AL_ALLOCATED] -= pages * PAGE
+    I[AL_LARGE_LIVE] -= 1
+    I[AL_DECAY_TICKS] += 1
+
+
+@leaf
+def hold_extents(w, extents, pages, held_extents, held_pages):
+    """Allocations placed outside the arena's own bookkeeping (the replication
+    buffer's blocks) now take ``extents`` large extents of ``pages`` pages in
+    all, where they took ``held_extents`` and ``held_pages``: the new ones take
+    dirty pages first, the freed ones turn dirty and decay as any other."""
+    I = w.I
+    d = pages - held_pages
+    if d > 0:
+        I[AL_PAGES_DIRTY] -= min(d, I[AL_PAGES_DIRTY])
+        I[AL_PAGES_ACTIVE] += d
+    elif d < 0:
+        I[AL_PAGES_ACTIVE] += d
+        I[AL_PAGES_DIRTY] -= d
+        if I[AL_DECAY_MS] == 0:  # dirty_decay_ms 0: purged at once
+            I[AL_PAGES_PURGED] += I[AL_PAGES_DIRTY]
+            I[AL_PAGES_DIRTY] = 0
+    I[AL_EXTENTS] += extents - held_extents
+    I[AL_DECAY_TICKS] += abs(extents - held_extents)  # a malloc or free each
 
 
 @leaf
@@ -536,16 +615,16 @@ def purge_all(w):
 
 
 @step
-def arena_decay(w, epoch):
-    """jemalloc's decay at epoch ``epoch`` (time / (dirty_decay_ms / NSTEPS)):
-    advance the backlog of pages dirtied per epoch, and purge the dirty pages
-    above what the smootherstep still allows (``decay_maybe_advance_epoch``,
-    ``decay_backlog_npages_limit``, ``arena_decay_try_purge``). Returns the
-    pages purged."""
+def decay_advance(w, epoch):
+    """Advance the decay to epoch ``epoch`` (time / (dirty_decay_ms / NSTEPS)):
+    shift the backlog of pages dirtied per epoch, the pages dirtied since the
+    last advance joining it as the newest, and set the limit the smootherstep
+    allows (``decay_maybe_advance_epoch``, ``decay_backlog_npages_limit``).
+    Returns whether the epoch moved."""
     I = w.I
     advance = epoch - I[AL_DECAY_EPOCH]
     if advance <= 0:
-        return 0
+        return False
     I[AL_DECAY_EPOCH] = epoch
     current = I[AL_PAGES_DIRTY]
     last = SMOOTHSTEP_NSTEPS - 1
@@ -563,21 +642,131 @@ def arena_decay(w, epoch):
     for i in range(SMOOTHSTEP_NSTEPS):
         total += w.al_backlog[i] * w.al_h_steps[i]
     limit = total >> SMOOTHSTEP_BFP
+    I[AL_DECAY_LIMIT] = limit
     I[AL_DECAY_UNPURGED] = max(limit, current)
-    if current > limit:
-        I[AL_PAGES_DIRTY] = limit
-        I[AL_PAGES_PURGED] += current - limit
-        return current - limit
-    return 0
+    return True
+
+
+@leaf
+def decay_purge(w):
+    """Purge the dirty pages above the decay's limit (``pac_decay_try_purge``):
+    they leave RSS. Returns how many."""
+    I = w.I
+    current = I[AL_PAGES_DIRTY]
+    limit = I[AL_DECAY_LIMIT]
+    if current <= limit:
+        return 0
+    I[AL_PAGES_DIRTY] = limit
+    I[AL_PAGES_PURGED] += current - limit
+    return current - limit
+
+
+@step
+def arena_decay(w, epoch):
+    """jemalloc's decay at epoch ``epoch`` as its background thread runs it
+    (``arena_decay`` with purging always): advance, then purge to the limit
+    (``src/decay.c``, ``src/arena.c:arena_decay_try_purge``). Returns the pages
+    purged."""
+    decay_advance(w, epoch)
+    return decay_purge(w)
+
+
+@leaf
+def npurge_after(w, epochs):
+    """Pages the decay would purge ``epochs`` epochs from now, with nothing more
+    dirtied (``decay_npurge_after_interval``)."""
+    total = 0
+    for i in range(SMOOTHSTEP_NSTEPS):
+        h = w.al_h_steps[i]
+        if i >= epochs:
+            h -= w.al_h_steps[i - epochs]
+        total += w.al_backlog[i] * h
+    return total >> SMOOTHSTEP_BFP
+
+
+@leaf
+def bg_sleep(w, epoch_s):
+    """How long the background thread sleeps after a run, s
+    (``decay_ns_until_purge`` with ``ARENA_DEFERRED_PURGE_NPAGES_THRESHOLD``
+    pages, at least ``BACKGROUND_THREAD_MIN_INTERVAL_NS``): until about that many
+    would be purgeable, found by bisection over whole epochs; the whole decay
+    time while the dirty pages are that few; forever with none."""
+    I = w.I
+    current = I[AL_PAGES_DIRTY]
+    if current == 0:
+        empty = True
+        for i in range(SMOOTHSTEP_NSTEPS):
+            if w.al_backlog[i] > 0:
+                empty = False
+        if empty:
+            return np.inf
+    if current <= BG_NPAGES_THRESHOLD:
+        return max(epoch_s * SMOOTHSTEP_NSTEPS, BG_MIN_INTERVAL)
+    lb = 2
+    ub = SMOOTHSTEP_NSTEPS
+    n_lb = npurge_after(w, lb)
+    if n_lb > BG_NPAGES_THRESHOLD:
+        return max(epoch_s * lb, BG_MIN_INTERVAL)
+    n_ub = npurge_after(w, ub)
+    if n_ub < BG_NPAGES_THRESHOLD:
+        return max(epoch_s * ub, BG_MIN_INTERVAL)
+    while n_lb + BG_NPAGES_THRESHOLD < n_ub and lb + 2 < ub:
+        target = (lb + ub) // 2
+        n = npurge_after(w, target)
+        if n > BG_NPAGES_THRESHOLD:
+            ub = target
+            n_ub = n
+        else:
+            lb = target
+            n_lb = n
+    return max(epoch_s * ((ub + lb) // 2), BG_MIN_INTERVAL)
 
 
 @leaf
 def decay_cron(w):
-    """The background thread's purging, run from serverCron: the decay epoch of
-    the main thread's clock (``dirty_decay_ms / 200`` each)."""
-    ms = w.I[AL_DECAY_MS]
-    if ms > 0:
-        arena_decay(w, np.int64(w.F[T] * 1000.0 * SMOOTHSTEP_NSTEPS / ms))
+    """jemalloc's decay between two serverCron ticks. The main thread's decay
+    ticker fires after ``DECAY_NTICKS_PER_UPDATE`` arena operations and advances
+    the epoch (the pages dirtied since join the backlog) without purging, as
+    an application thread does while the background thread runs; if the
+    thread sleeps for good, or the new pages would give it more than
+    ``BG_NPAGES_THRESHOLD`` to purge before it wakes (and it is not due within
+    ``BG_MIN_INTERVAL``), it is woken (``arena_maybe_do_deferred_work``). When
+    the thread runs it advances the epoch, purges to the limit and sleeps for
+    ``bg_sleep`` (``background_work_sleep_once``). Both are looked at on the
+    cron's ticks (100 ms at hz 10, the thread's shortest sleep)."""
+    I = w.I
+    F = w.F
+    ms = I[AL_DECAY_MS]
+    if ms <= 0:
+        return
+    t = F[T]
+    epoch_s = ms / 1000.0 / SMOOTHSTEP_NSTEPS
+    epoch = np.int64(t / epoch_s)
+    if F[AL_BG_WAKE] == np.inf and I[AL_PAGES_DIRTY] > I[AL_DECAY_UNPURGED]:
+        # A free made deferred work while the thread slept for good: it is
+        # signalled (arena_background_thread_inactivity_check, 5.3).
+        F[AL_BG_WAKE] = t
+    if I[AL_DECAY_TICKS] >= DECAY_NTICKS_PER_UPDATE:
+        I[AL_DECAY_TICKS] = 0
+        if decay_advance(w, epoch):
+            wake = F[AL_BG_WAKE]
+            remaining = wake - epoch * epoch_s
+            if wake == np.inf:
+                F[AL_BG_WAKE] = t
+            elif remaining >= BG_MIN_INTERVAL:
+                n_epoch = np.int64(remaining / epoch_s)
+                new = w.al_backlog[SMOOTHSTEP_NSTEPS - 1]
+                if n_epoch >= SMOOTHSTEP_NSTEPS:
+                    due = new
+                else:
+                    due = (new * (w.al_h_steps[SMOOTHSTEP_NSTEPS - 1]
+                                  - w.al_h_steps[SMOOTHSTEP_NSTEPS - 1 - n_epoch])) \
+                        >> SMOOTHSTEP_BFP
+                if due > BG_NPAGES_THRESHOLD:
+                    F[AL_BG_WAKE] = t
+    if t >= F[AL_BG_WAKE]:
+        arena_decay(w, epoch)
+        F[AL_BG_WAKE] = t + bg_sleep(w, epoch_s)
 
 
 # ---- tables and configuration (Python) ---------------------------------------------------
@@ -726,7 +915,7 @@ def configure(b) -> None:
     ``conns`` and ``max_pipeline``."""
     from redsim.model import state as S
 
-    q16 = b.scenario.engine.allocator_quantum == 16
+    q16 = b.scenario.jemalloc.quantum == 16
     demand = b.slab_demand or [(np.zeros(0, np.int64), np.zeros(0, np.int64))]
     sizes = np.concatenate([s for s, _ in demand])
     counts = np.concatenate([c for _, c in demand])
@@ -746,6 +935,7 @@ def configure(b) -> None:
     b.I[S.AL_MAX_SLABS] = n
     b.I[S.AL_SPARE_LOW] = spare
     b.I[S.AL_DECAY_MS] = b.scenario.engine.allocator_dirty_decay_ms
+    b.I[S.AL_LARGE_PAD] = 1 if b.scenario.jemalloc.cache_oblivious else 0
 
 
 def start(w, b) -> None:

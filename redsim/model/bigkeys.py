@@ -47,7 +47,7 @@ from redsim.model.world import pack
 def footprints(scenario) -> list:
     """Each big key's ``encoding.Footprint`` under the scenario's server."""
     limits = Limits.of(scenario)
-    q16 = scenario.engine.allocator_quantum == 16
+    q16 = scenario.jemalloc.quantum == 16
     return [footprint(TYPES[k.type], k.elements, k.member_size, _value(k), k.integers,
                       limits=limits, q16=q16) for k in scenario.big_keys]
 

@@ -398,7 +398,7 @@ def group_table(scenario, traces: Sequence[Trace | None], seed: int) -> dict[str
     the preload's part 2, apart from the preload's keys and the kernel's) and
     the shape it has at that count (``encoding.footprint`` per distinct count)."""
     limits = Limits.of(scenario)
-    q16 = scenario.engine.allocator_quantum == 16
+    q16 = scenario.jemalloc.quantum == 16
     cols: dict[str, list[np.ndarray]] = {f: [] for f in (
         "kind", "enc", "elems", "bytes", "allocs", "effort", "rdb", "member", "value",
         "integers", "target")}
@@ -458,7 +458,7 @@ def configure(b) -> None:
     group's collections come from its parsed trace (``b.traces``)."""
     sc, traces = b.scenario, b.traces
     limits = Limits.of(sc)
-    q16 = sc.engine.allocator_quantum == 16
+    q16 = sc.jemalloc.quantum == 16
     b.I[S.COLL_V72] = int(limits.v72)
     b.F[S.SKL_NODE] = skiplist_node_bytes(q16)
     b.F[S.C_LP_ENTRY] = sc.engine.cpu.listpack_entry * US * sc.engine.cpu.scale

@@ -431,7 +431,7 @@ def group_touches(scenario: Any, key_lo: np.ndarray) -> list[Touch]:
     count for a closed loop), its keys' and values' sizes."""
     from redsim.model.sizing import nominal_rate, write_ttl
 
-    q16 = scenario.engine.allocator_quantum == 16
+    q16 = scenario.jemalloc.quantum == 16
     expires = any(write_ttl(g) != float("inf") for g in scenario.clients)
     out = []
     for g, lo in zip(scenario.clients, key_lo, strict=True):
@@ -481,7 +481,7 @@ def miss_deltas(scenario: Any, key_lo: Any = None, h: Hierarchy | None = None,
     h = hierarchy(scenario) if h is None else h
     touches = group_touches(scenario, np.asarray(key_lo))
     per, uniform = miss_cost(touches, h)
-    q16 = scenario.engine.allocator_quantum == 16
+    q16 = scenario.jemalloc.quantum == 16
     on = scenario.engine.cpu.calibrated_on
     ref = calibrated_miss(scenario, h, on.keys) if ref is None else ref
     _, ref_uniform = miss_cost([touch(KeyAccess(0, on.eviction_keys, 1.0),
@@ -498,7 +498,7 @@ def calibrated_miss(scenario: Any, h: Hierarchy, keys: int) -> float:
     keys, s."""
     on = scenario.engine.cpu.calibrated_on
     (ref,), _ = miss_cost([touch(KeyAccess(0, keys, 1.0), on.value_size, on.key_size, False,
-                                 quantum16=scenario.engine.allocator_quantum == 16)], h)
+                                 quantum16=scenario.jemalloc.quantum == 16)], h)
     return ref
 
 

@@ -124,6 +124,7 @@ from redsim.model.protocol import (
     reply_bytes,
     request_bytes,
 )
+from redsim.model.replication_buffer import place_in_arena
 from redsim.model.ring import wrap
 from redsim.model.rng import draw, uniform
 from redsim.model.state import (
@@ -791,6 +792,7 @@ def server_cron(w):
         busy(w, W_CPU_DEFRAG, spent)
     I[LRU_CLOCK] = (int(F[T]) + LRU_CLOCK_START) & LRU_CLOCK_MAX  # server.lruclock, 1 s
     resize_dicts(w)  # databasesCron
+    place_in_arena(w)  # the replication buffer's blocks made and freed since
     decay_cron(w)  # jemalloc's background thread purges dirty pages as epochs pass
     persistence_cron(w)  # a finished child, save points, AOF rewrite
     if I[REPL_N] > 0:

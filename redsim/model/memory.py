@@ -158,6 +158,6 @@ def configure(b) -> None:
     server = sc.server
     b.I[S.MEM_STARTUP] = STARTUP_BYTES[sc.redis_version]
     b.I[S.MAXMEMORY] = server.maxmemory
-    b.I[S.Q16] = 1 if sc.engine.allocator_quantum == 16 else 0
+    b.I[S.Q16] = 1 if sc.jemalloc.quantum == 16 else 0
     b.I[S.SHARED_INTS] = 0 if (server.maxmemory > 0 and (
         "lru" in server.maxmemory_policy or "lfu" in server.maxmemory_policy)) else 1

@@ -219,7 +219,7 @@ def plan(scenario, seed: int,
             expires = ttl - written if math.isfinite(ttl) else np.full(m, np.inf)
             expires = np.where(expires > 0, expires, ttl)
             lrus = -np.ceil(idle)
-        q16 = scenario.engine.allocator_quantum == 16
+        q16 = scenario.jemalloc.quantum == 16
         has_ttl = math.isfinite(ttl)
         maxmemory = scenario.server.maxmemory
         limit = ks.preload_limit * maxmemory - STARTUP_BYTES[scenario.redis_version]

@@ -111,3 +111,40 @@ FORK_PRESETS: dict[str, ForkPreset] = {
                                  "1.06 GB RSS forked in 20.3-25.6 ms"),
 }
 """fork() cost presets by name (``host.fork``)."""
+
+
+@dataclass(frozen=True)
+class AllocatorBuild:
+    """A jemalloc build Redis runs on (``engine.allocator``)."""
+
+    quantum: int
+    """The smallest size classes' spacing, bytes (``--with-lg-quantum``)."""
+    cache_oblivious: bool
+    """Each large extent gets one page more (``sz_large_pad``): its allocation
+    starts at a random cache line of its first page (``opt.cache_oblivious``)."""
+    gc_events: bool
+    """The thread cache's incremental GC visits one bin every ``8192 / bins + 1``
+    cached allocations and frees (5.1 and 5.2.1's ``gc_ticker``); False: every
+    64 KiB allocated and every 64 KiB freed (5.3's thread events)."""
+    source: str
+
+
+ALLOCATOR_BUILDS: dict[str, AllocatorBuild] = {
+    "bundled-5.1": AllocatorBuild(8, True, True, "Redis 6.2's deps/jemalloc 5.1.0 "
+                                  "(deps/Makefile: --with-lg-quantum=3; muzzy_decay_ms 10 s)"),
+    "bundled-5.2.1": AllocatorBuild(8, True, True, "Redis 7.0's deps/jemalloc 5.2.1 "
+                                    "(deps/Makefile: --with-lg-quantum=3)"),
+    "bundled-5.3": AllocatorBuild(8, False, False, "Redis 7.2's and later deps/jemalloc 5.3.0 "
+                                  "(deps/Makefile: --with-lg-quantum=3 --disable-cache-oblivious, "
+                                  "redis/redis#12315)"),
+    "debian-5.3": AllocatorBuild(16, True, False, "Debian's and Ubuntu's redis-server, linked to "
+                                 "the system's libjemalloc2 5.3.0 (MEMORY MALLOC-STATS: quantum "
+                                 "16, config.cache_oblivious true)"),
+}
+"""jemalloc builds by name (``engine.allocator``): Redis's bundled ones by
+release, and a distribution's."""
+
+BUNDLED_ALLOCATOR: dict[str, str] = {"6.2": "bundled-5.1", "7.0": "bundled-5.2.1",
+                                     "7.2": "bundled-5.3"}
+"""The build Redis compiles in by default (``make`` with ``MALLOC=jemalloc``), by
+``redis-version``: what ``engine.allocator`` is when a scenario gives none."""

@@ -437,6 +437,11 @@ PROTO_IOBUF_LEN = 16_384  # a full sync's RDB goes 16 KB per read + write
 # Diskless: the child's pipe holds Linux's default 64 KB (rdbSaveToSlavesSockets never
 # sets F_SETPIPE_SZ); the child blocks in its next 16-KB write (rioFdWrite flushes past
 # PROTO_IOBUF_LEN) once the pipe is full, so it is at most 80 KB ahead of the reads.
+TRIM_BLOCKS_PER_SLEEP = 640
+"""Blocks beforeSleep may free per call: ``10 * REPL_BACKLOG_TRIM_BLOCKS_PER_CALL``
+(7.0 server.c, "10 times the normal speed"): 13 MB, so a dropped replica's
+large buffer leaves over several iterations (~1.8 s for 231 MB on an idle
+primary, whose loop wakes every 100 ms)."""
 PIPE_BUF = 65_536
 CHILD_LEAD = PIPE_BUF + PROTO_IOBUF_LEN
 PING_BYTES = 14  # *1\r\n$4\r\nPING\r\n
@@ -1038,10 +1043,11 @@ def check_limits(w, r, t):
 
 
 @step
-def trim_backlog(w):
-    """7.x ``incrementalTrimReplicationBacklog``: let go of the backlog's first
-    blocks while no replica points at them and it keeps more than
-    ``repl-backlog-size`` without them (done in full at each beforeSleep)."""
+def trim_backlog(w, max_blocks):
+    """7.x ``incrementalTrimReplicationBacklog(max_blocks)``: let go of the
+    backlog's first blocks while no replica points at them and it keeps more
+    than ``repl-backlog-size`` without them, at most ``max_blocks`` of them
+    (beforeSleep: ``TRIM_BLOCKS_PER_SLEEP``)."""
     I = w.I
     tail = tail_block(w)
     if tail < 0:
@@ -1052,7 +1058,9 @@ def trim_backlog(w):
             ref_min = min(ref_min, block_of(w, w.rp_sent[r] + 1))
     bl = I[REPL_BL_BLOCK]
     start = I[REPL_BASE] + bl * REPL_BLOCK_7  # the offset before the backlog's first byte
-    while bl < ref_min and I[REPL_OFFSET] - start - REPL_BLOCK_7 > I[REPL_BL_SIZE]:
+    last = I[REPL_BL_BLOCK] + max_blocks
+    while bl < ref_min and bl < last and \
+            I[REPL_OFFSET] - start - REPL_BLOCK_7 > I[REPL_BL_SIZE]:
         bl += 1
         start += REPL_BLOCK_7
     I[REPL_BL_BLOCK] = bl
@@ -1102,7 +1110,7 @@ def before_sleep(w):
         if done:
             F[CHILD_END] = t
     if I[REPL_BACKLOG] and not I[REDIS_62]:
-        trim_backlog(w)
+        trim_backlog(w, TRIM_BLOCKS_PER_SLEEP)
     if I[MIN_REPLICAS]:
         refresh_good_replicas(w)
     F[REPL_NEXT] = wake

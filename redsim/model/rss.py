@@ -15,16 +15,26 @@ Follows ``src/server.c:cronUpdateMemoryStats`` (``zmalloc_get_rss``,
   (computed from the recorded gauges in ``redsim/result.py``).
 
 Every allocation of the keyspace (keys, values, TTL entries, bucket arrays) and
-Redis's own startup allocations are placed in the arena (``arena.py``). Client
-structs and buffers, the AOF buffer and the replication buffer are not: they
-count as allocated and active at their ``used_memory`` bytes, with no slab
-waste of their own (the replication buffer's blocks fill their 20 480-B size
-class exactly), and what they free leaves the RSS at once.
+Redis's own startup allocations are placed in the arena (``arena.py``); so are
+the replication buffer's blocks, as large extents of 5 pages and the build's
+pad, counted once per cron tick (``replication_buffer.place_in_arena``): what
+a trim frees turns dirty and leaves RSS over ``dirty_decay_ms`` (live 7.0.15:
+a dropped replica's 231 MB took RSS from 318 to 24 MB over ~8 s). Client
+structs and buffers and the AOF buffer are not: they count as allocated and
+active at their ``used_memory`` bytes, with no slab waste or pad of their own,
+and what they free leaves the RSS at once.
 
-Deviations: RSS outside jemalloc is a constant, measured on Debian's 7.0.15
-(7.7 MB: RSS − ``allocator_resident`` of an empty server; it grew 0.5 MB with
-100K keys); Redis samples these figures every 100 ms in serverCron, the model
-at each window's end; copy-on-write copies after a fork are the child's pages,
+Deviations: a large extent's pages count resident whole and its pad page not
+at all, where Linux counts the pages a value's bytes reach from its random
+cache line: 16-KB values exact, 20,000-B values −16 % (live 24,327 B of RSS
+each, the model 20,480 + the key's), 32-KB values +10 % (live 37,159 B, the
+model 40,960); a freed extent's pad counts in the dirty pages until purged;
+client buffers of 16 KB and more have no pad (reply nodes and query buffers
+over 14 KB are large extents: ~20 % more RSS live for such buffers); RSS
+outside jemalloc is a constant, measured on Debian's 7.0.15 (7.7 MB: RSS −
+``allocator_resident`` of an empty server; it grew 0.5 MB with 100K keys);
+Redis samples these figures every 100 ms in serverCron, the model at each
+window's end; copy-on-write copies after a fork are the child's pages,
 not the parent's, and are not in ``used_memory_rss`` (``current_cow_size``
 reports them).
 """
@@ -38,6 +48,8 @@ from redsim.model.replication_buffer import replication_memory
 from redsim.model.state import (
     AL_ALLOCATED,
     AL_EXTENTS,
+    AL_LARGE_LIVE,
+    AL_LARGE_PAD,
     AL_META_BASE,
     AL_PAGES_ACTIVE,
     AL_PAGES_DIRTY,
@@ -118,16 +130,19 @@ minus ``allocator_resident`` 4.50 MB, two starts on this project's VM."""
 @leaf
 def untracked(w):
     """Bytes of ``used_memory`` not placed in the arena: client structs and
-    buffers, the AOF buffer, the replication buffer."""
-    if w.I[REPL_BACKLOG]:
-        return clients_memory(w) + w.I[AOF_BUF] + replication_memory(w)
+    buffers, the AOF buffer."""
     return clients_memory(w) + w.I[AOF_BUF]
 
 
 @leaf
 def allocator_allocated(w):
-    """jemalloc ``stats.allocated``, bytes."""
-    return w.I[AL_ALLOCATED] + untracked(w)
+    """jemalloc ``stats.allocated``, bytes: the arena's, the untracked bytes and
+    the replication buffer's (its pages are the arena's, ``place_in_arena``)."""
+    I = w.I
+    allocated = I[AL_ALLOCATED] + untracked(w)
+    if I[REPL_BACKLOG]:
+        allocated += replication_memory(w)
+    return allocated
 
 
 @leaf
@@ -146,8 +161,13 @@ def allocator_resident(w):
 
 @leaf
 def used_memory_rss(w):
-    """``used_memory_rss`` (``zmalloc_get_rss``), bytes."""
-    return w.I[RSS_BASE] + allocator_resident(w)
+    """``used_memory_rss`` (``zmalloc_get_rss``), bytes: jemalloc's resident less
+    the pad pages of the large extents in use, which no one writes (a value
+    starts at a random cache line of its extent's first page and ends inside
+    its size class: live, 10,000 values of 16 KB added 20,736 B of RSS each
+    and 24,643 B of ``allocator_active``)."""
+    I = w.I
+    return I[RSS_BASE] + allocator_resident(w) - I[AL_LARGE_LIVE] * I[AL_LARGE_PAD] * PAGE
 
 
 # ---- configuration (Python, once per run) ---------------------------------------------
@@ -170,3 +190,6 @@ def start(w, b) -> None:
     I = w.I
     b.I[S.AL_META_BASE] = max(0, STARTUP_RESIDENT - int(I[S.AL_PAGES_ACTIVE]) * PAGE
                               - EXTENT_META * int(I[S.AL_EXTENTS]))
+    # OUTSIDE_JEMALLOC was measured as RSS less jemalloc's resident, which counts
+    # the startup extents' untouched pad pages: keep the empty server's RSS.
+    b.I[S.RSS_BASE] = OUTSIDE_JEMALLOC + int(I[S.AL_LARGE_LIVE] * I[S.AL_LARGE_PAD]) * PAGE

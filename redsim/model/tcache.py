@@ -26,7 +26,10 @@ Per tcache bin — the small classes, then the large ones up to ``tcache_max``
   (``opt_lg_tcache_flush_small_div`` / ``_large_div`` 1), youngest of them
   first, as ``tcache_bin_flush_impl`` walks them;
 - GC: every 64 KiB allocated, and every 64 KiB freed
-  (``opt_tcache_gc_incr_bytes``), one bin, round robin: if it stayed above
+  (``opt_tcache_gc_incr_bytes``; 5.1 and 5.2.1, Redis 6.2's and 7.0's bundled
+  builds: every ``8192 / SC_NBINS + 1`` allocations and frees the cache
+  serves, counted together, ``TCACHE_GC_INCR``: 211 with the 8-B quantum's
+  39 small classes), one bin, round robin: if it stayed above
   ``low_water`` regions since its last visit, 3/4 of those are flushed (oldest
   first) and a small bin's fills halve (``lg_fill_div`` + 1); if it ran empty
   and was refilled, its fills double (down to ``lg_fill_div`` 1).
@@ -74,7 +77,14 @@ from redsim.model.arena import (
     small_handle,
 )
 from redsim.model.jit import hot_leaf, leaf, step
-from redsim.model.state import TC_ALLOC_WAIT, TC_DALLOC_WAIT, TC_NBINS, TC_NEXT_GC, TC_NSMALL
+from redsim.model.state import (
+    TC_ALLOC_WAIT,
+    TC_DALLOC_WAIT,
+    TC_GC_EVENTS,
+    TC_NBINS,
+    TC_NEXT_GC,
+    TC_NSMALL,
+)
 from redsim.model.world import prefetch
 
 # The kernel state this module owns; model/state.py lays it out (model/layout.py
@@ -91,6 +101,9 @@ FIELDS = (
      "bytes left to allocate before the next GC event (the tcache_gc event's wait)"),
     ("I", "TC_DALLOC_WAIT", "i8", "B", "state",
      "bytes left to free before the next GC event (the tcache_gc_dalloc event's wait)"),
+    ("I", "TC_GC_EVENTS", "i8", "-", "config",
+     "5.1/5.2.1: cached allocations and frees between GC visits (TCACHE_GC_INCR), "
+     "their gc_ticker in TC_ALLOC_WAIT; 0: 5.3's thread events, by bytes"),
     ("al", "tc_max", "i8", "-", "config",
      "per tcache bin (small classes, then large ones to 32 KB): its slots (ncached_max)"),
     ("al", "tc_n", "i8", "-", "state", "per tcache bin: the handles it holds (ncached)"),
@@ -115,6 +128,9 @@ LARGE_MAX_PAGES = 8
 """Pages of ``tcache_max`` (32 KB, ``opt_tcache_max``): larger extents skip the cache."""
 GC_INCR_BYTES = 65536
 """``opt_tcache_gc_incr_bytes``: bytes allocated (or freed) between GC events."""
+GC_SWEEP = 8192
+"""5.1 and 5.2.1's ``TCACHE_GC_SWEEP``: cached allocations and frees per sweep of
+the bins (tcache_types.h)."""
 
 
 # ---- the stacks --------------------------------------------------------------------------
@@ -265,8 +281,19 @@ def gc(w):
 def _tick(w, wait, usize):
     """A thread event's clock ``I[wait]``: ``usize`` bytes went by; once the wait
     is used up the GC runs and the wait starts again (the excess is not carried,
-    as ``te_event_trigger`` resets it)."""
+    as ``te_event_trigger`` resets it). 5.1 and 5.2.1 instead tick one
+    ``gc_ticker`` per allocation or free the cache serves (``tcache_event``; up
+    to ``tcache_max``) and run the GC when it goes below 0 (``ticker_tick``):
+    every ``TC_GC_EVENTS`` + 1 of them."""
     I = w.I
+    if I[TC_GC_EVENTS] > 0:
+        if usize > LARGE_MAX_PAGES * PAGE:  # past the cache: no tcache_event
+            return
+        I[TC_ALLOC_WAIT] -= 1
+        if I[TC_ALLOC_WAIT] < 0:
+            I[TC_ALLOC_WAIT] = I[TC_GC_EVENTS]
+            gc(w)
+        return
     if usize >= I[wait]:
         I[wait] = GC_INCR_BYTES
         gc(w)
@@ -310,20 +337,31 @@ def bins(quantum16: bool) -> dict[str, np.ndarray]:
             "tc_stack": np.zeros(nb * TC_SLOTS, np.int64)}
 
 
-def start(I: np.ndarray, on: bool, quantum16: bool) -> None:
-    """A new thread's cache: on or off, its bins, the GC's clocks at their first wait."""
+def gc_incr(quantum16: bool) -> int:
+    """5.1 and 5.2.1's ``TCACHE_GC_INCR``: ``TCACHE_GC_SWEEP`` (8,192) events per
+    sweep of the small bins, one bin per ``8192 / SC_NBINS + 1`` of them."""
+    nbins = len(small_classes(quantum16))
+    return GC_SWEEP // nbins + (1 if GC_SWEEP // nbins else 0)
+
+
+def start(I: np.ndarray, on: bool, quantum16: bool, gc_events: bool = False) -> None:
+    """A new thread's cache: on or off, its bins, the GC's clocks at their first
+    wait (by events for a 5.1 or 5.2.1 build, ``gc_events``; by bytes for 5.3)."""
     from redsim.model import state as S
 
     I[S.TC_ON] = int(on)
     I[S.TC_NSMALL] = len(small_classes(quantum16))
     I[S.TC_NBINS] = I[S.TC_NSMALL] + LARGE_MAX_PAGES - LARGE_MIN_PAGES + 1
     I[S.TC_NEXT_GC] = 0
-    I[S.TC_ALLOC_WAIT] = GC_INCR_BYTES
+    I[S.TC_GC_EVENTS] = gc_incr(quantum16) if gc_events else 0
+    I[S.TC_ALLOC_WAIT] = I[S.TC_GC_EVENTS] if gc_events else GC_INCR_BYTES
     I[S.TC_DALLOC_WAIT] = GC_INCR_BYTES
 
 
 def configure(b) -> None:
-    """The scenario's thread cache (``engine.allocator-tcache``), empty."""
-    q16 = b.scenario.engine.allocator_quantum == 16
+    """The scenario's thread cache (``engine.allocator-tcache``), empty, and its
+    GC's pace (``engine.allocator``'s build)."""
+    build = b.scenario.jemalloc
+    q16 = build.quantum == 16
     b.fill("al", **bins(q16))
-    start(b.I, b.scenario.engine.allocator_tcache, q16)
+    start(b.I, b.scenario.engine.allocator_tcache, q16, build.gc_events)

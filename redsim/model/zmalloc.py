@@ -101,10 +101,12 @@ def _standalone_type(fields: tuple[str, ...]) -> type:
     return namedtuple("StandaloneArena", fields)
 
 
-def new_arena(quantum16: bool, max_slabs: int, tcache_on: bool = True):
+def new_arena(quantum16: bool, max_slabs: int, tcache_on: bool = True,
+              gc_events: bool = False, pad: bool = False):
     """A stand-alone arena (for tests and sizing): a namedtuple with ``I`` and
     ``F`` and every ``al`` field, empty, with room for ``max_slabs`` slabs, and
-    the thread cache on or off (``zmalloc`` goes through it)."""
+    the thread cache on or off (``zmalloc`` goes through it); ``gc_events`` and
+    ``pad`` as a 5.1/5.2.1 or cache-oblivious build (``AllocatorBuild``)."""
     n_bins = len(arena.small_classes(quantum16))
     fields = {f"al_{f}": v for f, v in {**arena.bins(quantum16), **nonfull.bins(n_bins),
                                          **tcache.bins(quantum16)}.items()}
@@ -114,5 +116,6 @@ def new_arena(quantum16: bool, max_slabs: int, tcache_on: bool = True):
     I[S.Q16] = int(quantum16)
     I[S.AL_MAX_SLABS] = max_slabs
     I[S.AL_DECAY_MS] = 10_000
-    tcache.start(I, tcache_on, quantum16)
+    I[S.AL_LARGE_PAD] = int(pad)
+    tcache.start(I, tcache_on, quantum16, gc_events)
     return _standalone_type(("F", "I", *fields))(F, I, **fields)

@@ -20,12 +20,15 @@ from redsim.config.schema.types import (
     IoThreadsModel,
     OptionalCostUs,
     ServiceDistribution,
+    _choice,
     _literal,
     _Model,
+    _optional,
     _v,
     parse_command_name,
 )
 from redsim.config.units import parse_float, parse_int
+from redsim.model.presets import ALLOCATOR_BUILDS
 
 
 class CommandCost(_Model):
@@ -310,9 +313,19 @@ class Engine(_Model):
     taking clients over through queues (``cpu.io-handoff``), and idle threads
     sleep. ``io-threads-do-reads`` is
     ignored with ``async``, as Redis 8 ignores it."""
-    allocator_quantum: Annotated[int, _v(_quantum)] = 8
-    """jemalloc quantum, bytes: 8 for Redis's bundled jemalloc, 16 for distribution
-    packages linked to the system jemalloc (`MEMORY MALLOC-STATS` prints it)."""
+    allocator: Annotated[str | None, _v(_optional(_choice(tuple(ALLOCATOR_BUILDS))))] = None
+    """The jemalloc build (``redsim.model.presets.ALLOCATOR_BUILDS``): its quantum,
+    whether large extents carry a page of cache-oblivious pad, and how its
+    thread cache's GC is paced. ``bundled-5.1`` (Redis 6.2's), ``bundled-5.2.1``
+    (7.0's), ``bundled-5.3`` (7.2's and later: no pad), ``debian-5.3``
+    (Debian's and Ubuntu's packages: the system libjemalloc, 16-B quantum, pad).
+    None: the one bundled with ``redis-version`` (``Scenario.jemalloc``).
+    ``MEMORY MALLOC-STATS`` prints the version, ``config.cache_oblivious`` and
+    the quantum; ``redsim calibrate`` reads them."""
+    allocator_quantum: Annotated[int | None, _v(_optional(_quantum))] = None
+    """jemalloc quantum, bytes, over the build's: 8 for Redis's bundled jemalloc,
+    16 for distribution packages linked to the system jemalloc (`MEMORY
+    MALLOC-STATS` prints it). None: the build's."""
     allocator_tcache: Bool = True
     """jemalloc's thread cache (``opt.tcache``, on by default): freed regions are
     kept per size class (up to 200) and reused first; false is

@@ -9,6 +9,7 @@ client costs, merging an instance's ``server:`` over the scenario's).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Annotated, Any, get_args
 
 from pydantic import AliasChoices, Discriminator, Field, Tag, model_validator
@@ -38,7 +39,12 @@ from redsim.config.schema.types import (
 )
 from redsim.config.units import parse_int
 from redsim.model.commands import COMMANDS, EFFECT_WRITE
-from redsim.model.presets import DISK_PRESETS
+from redsim.model.presets import (
+    ALLOCATOR_BUILDS,
+    BUNDLED_ALLOCATOR,
+    DISK_PRESETS,
+    AllocatorBuild,
+)
 from redsim.model.sizing import connection_rows, request_slots, write_once_rows_bound
 
 
@@ -228,6 +234,16 @@ class Scenario(_Model):
                              data.get("host"))
                 if isinstance(inst, dict) else inst for inst in data["instances"]]}
         return data
+
+    @property
+    def jemalloc(self) -> AllocatorBuild:
+        """The jemalloc build the scenario's Redis runs on: ``engine.allocator``,
+        or the one bundled with ``redis-version``; ``engine.allocator-quantum``
+        over its quantum."""
+        build = ALLOCATOR_BUILDS[self.engine.allocator or BUNDLED_ALLOCATOR[self.redis_version]]
+        if self.engine.allocator_quantum is not None:
+            build = replace(build, quantum=self.engine.allocator_quantum)
+        return build
 
     @model_validator(mode="after")
     def _check(self) -> Scenario:
